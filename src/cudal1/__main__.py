@@ -1,0 +1,3 @@
+from cudal1.cli import main
+
+main()

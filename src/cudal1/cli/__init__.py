@@ -1,0 +1,58 @@
+"""The `cudal1` command. Each subcommand lives in its own module and only wires library pieces.
+
+Errors the user can fix (`Cudal1Error`) print as one line on stderr with exit code 2; `--debug`
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from cudal1 import __version__
+from cudal1.cli import tasks as tasks_cmd
+from cudal1.errors import Cudal1Error
+
+app = typer.Typer(
+    name="cudal1",
+    help="Turn a language model into a CUDA optimizer: tasks, a hack-resistant evaluator, "
+    "contrastive search and RL training (CUDA-L1, re-implemented).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(tasks_cmd.app, name="tasks")
+
+_state = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cudal1 {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+) -> None:
+    _state["debug"] = debug
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point. Typer handles usage errors (exit 2); a `Cudal1Error` becomes one line, exit 2."""
+    try:
+        app(args=argv, prog_name="cudal1")
+    except Cudal1Error as e:
+        if _state["debug"]:
+            raise
+        print(f"cudal1: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

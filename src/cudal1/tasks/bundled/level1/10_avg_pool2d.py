@@ -1,0 +1,37 @@
+"""AvgPool2d: 3x3 average pooling with stride 1 and padding 1 (zero padding counted) on NCHW input.
+
+Memory-bound 9-point stencil with same-size output; a good kernel reads each input
+element once (shared-memory tile or separable row/column sums).
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, kernel_size: int, stride: int, padding: int):
+        super().__init__()
+        self.pool = nn.AvgPool2d(kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(x)
+
+
+batch_size = 32
+channels = 128
+height = 112
+width = 112
+kernel_size = 3
+stride = 1
+padding = 1
+
+# Smaller sizes for CPU runs (tests and demos); CUDA runs use the sizes above.
+CPU_SIZES = {"batch_size": 2, "channels": 8, "height": 32, "width": 32}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, height, width)]
+
+
+def get_init_inputs():
+    return [kernel_size, stride, padding]

@@ -1,0 +1,109 @@
+"""Shared fixtures: a tiny KernelBench-layout suite, a CUDA-L1-format file, and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cudal1.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+CUDAL1_RELEASE = REPO.parent / "shared" / "data" / "cuda-l1-h100.jsonl"
+
+RELU_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x) * 2.0 + 0.5
+
+
+batch_size = 64
+dim = 128
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+LINEAR_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.linear = nn.Linear(n_in, n_out)
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+batch_size = 4096
+n_in = 1024
+n_out = 512
+CPU_SIZES = {"batch_size": 16, "n_in": 32, "n_out": 8}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, n_in)]
+
+
+def get_init_inputs():
+    return [n_in, n_out]
+"""
+
+
+@pytest.fixture
+def kernelbench_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    (root / "level1").mkdir(parents=True)
+    (root / "level2").mkdir()
+    (root / "level1" / "1_Relu_scale.py").write_text(RELU_TASK)
+    (root / "level1" / "2_Other_relu.py").write_text(RELU_TASK.replace("0.5", "0.25"))
+    (root / "level2" / "7_Linear_tanh.py").write_text(LINEAR_TASK)
+    (root / "level2" / "notes.txt").write_text("not a task")
+    return root
+
+
+@pytest.fixture
+def cudal1_file(tmp_path: Path) -> Path:
+    """A CUDA-L1 release in miniature; its candidates would leave a marker file if executed."""
+    marker = tmp_path / "candidate_ran"
+    evil = f"open({str(marker)!r}, 'w').write('x')\nclass ModelNew: pass\n"
+    rows = [
+        {"level_id": 1, "task_id": 1, "ref_code": RELU_TASK, "custom_code": evil},
+        {"level_id": 1, "task_id": 2, "ref_code": RELU_TASK, "custom_code": None},
+        {"level_id": 2, "task_id": 7, "ref_code": LINEAR_TASK, "custom_code": "None"},
+    ]
+    path = tmp_path / "release.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run `cudal1 ARGS...` in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
