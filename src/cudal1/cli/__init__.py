@@ -12,6 +12,7 @@ import typer
 
 from cudal1 import __version__
 from cudal1.cli import tasks as tasks_cmd
+from cudal1.cli.eval import eval_command
 from cudal1.errors import Cudal1Error
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tasks_cmd.app, name="tasks")
+app.command("eval")(eval_command)
 
 _state = {"debug": False}
 

@@ -1,0 +1,323 @@
+"""The candidate process (UNTRUSTED): loads one candidate, runs and times it, reports raw facts.
+
+Everything in this process is reachable by candidate code, so nothing here decides a verdict
+and nothing here knows an expected output. It receives seeds, draws inputs from the pristine
+task file's `get_inputs()` (inputs drawn under a tampered torch simply fail the judge's
+comparison), writes the candidate's outputs to files for the judge, and answers with facts and
+raw timings. A fresh process serves exactly one candidate. Run by the evaluator as
+`python -m cudal1.evaluate.candidate_worker RESULT_FD`.
+
+What this process cannot stop, and what covers it: a candidate that rewrites this module's
+functions or forges answers on the result pipe must still produce outputs the judge accepts for
+inputs it cannot predict, and the static layer rejects the introspection, patching and ctypes
+such rewriting needs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from cudal1.evaluate import harness
+from cudal1.evaluate.compare import flatten_outputs
+from cudal1.evaluate.protocol import serve
+from cudal1.evaluate.reference import generate_inputs, prepare
+from cudal1.evaluate.timing import host_ms_per_call, l2_flusher, synchronize, time_call
+
+HOST_BATCH_CALLS = 10
+
+# aten ops that move or allocate but compute nothing: allowed under policy `kernel`.
+LAYOUT_OPS = frozenset(
+    [
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "zeros",
+        "zeros_like",
+        "new_zeros",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "fill_",
+        "zero_",
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "permute",
+        "transpose",
+        "t",
+        "contiguous",
+        "clone",
+        "copy_",
+        "_to_copy",
+        "to",
+        "expand",
+        "as_strided",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "unflatten",
+        "select",
+        "slice",
+        "narrow",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "alias",
+        "detach",
+        "lift_fresh",
+        "_reshape_alias",
+        "set_",
+        "resize_",
+        "view_as",
+        "movedim",
+        "unfold",
+        "stride",
+        "size",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "is_contiguous",
+        "_local_scalar_dense",
+        "item",
+    ]
+)
+
+
+class _OpLog(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func.__name__.split(".")[0])
+        return func(*args, **(kwargs or {}))
+
+
+class CandidateRunner:
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.device = msg["device"]
+        harness.set_numerics(self.device, msg["tolerance"])
+        if self.device == "cuda":
+            torch.cuda.init()
+        self.numerics_before = harness.numerics_state()
+        self.task_module = harness.load_task(msg["task"], msg["sizes"])
+        init_seed = msg["init_seed"]
+        self.reference = prepare(
+            self.task_module.make_model(init_seed), self.device, msg["module_mode"]
+        )
+        self.output_bytes = msg["output_bytes"]
+
+        t0 = time.perf_counter()
+        try:
+            module = harness.import_candidate(Path(msg["candidate_path"]))
+        except BaseException as e:  # SystemExit included: the candidate ends, not the harness
+            return _failure(harness.classify_load_error(e), "loading the candidate failed", e)
+        compile_s = time.perf_counter() - t0
+        model_cls = getattr(module, "ModelNew", None)
+        if not isinstance(model_cls, type):
+            return {"status": "compile_error", "error": "the candidate defines no class ModelNew"}
+        t0 = time.perf_counter()
+        try:
+            torch.manual_seed(init_seed)
+            model = model_cls(*self.task_module.init_inputs())
+            if not isinstance(model, torch.nn.Module):
+                return {"status": "runtime_error", "error": "ModelNew is not a torch.nn.Module"}
+            self.model = prepare(model, self.device, msg["module_mode"])
+            synchronize(self.device)
+        except BaseException as e:
+            return _failure(
+                harness.classify_load_error(e), "ModelNew(*get_init_inputs()) raised", e
+            )
+        self.state_before = harness.model_state(
+            self.model, include_buffers=msg["module_mode"] == "eval"
+        )
+        return {"status": "ok", "compile_s": compile_s, "init_s": time.perf_counter() - t0}
+
+    def correctness(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Run the plan's calls; save each output as it was when the call returned."""
+        warm = generate_inputs(self.task_module, msg["warmup_seed"], self.device)
+        try:
+            for _ in range(2):  # lazy initialisation (JIT, handles, thread pools) settles here
+                with torch.no_grad():
+                    self.model(*warm)
+                synchronize(self.device)
+        except BaseException as e:
+            return _failure("runtime_error", "forward raised", e)
+        del warm
+        threads_before, native_before = harness.thread_counts()
+        calls = []
+        buffers: list[Any] | None = None
+        for step in msg["plan"]:
+            fresh = generate_inputs(self.task_module, step["seed"], self.device)
+            if step["reuse_buffers"] and buffers is not None:
+                harness.refill(buffers, fresh)
+                inputs = buffers
+            else:
+                inputs = buffers = fresh
+            pristine = harness.clone_inputs(inputs)
+            harness.poison_free_memory(self.device, self.output_bytes)
+            synchronize(self.device)
+            try:
+                with torch.no_grad():
+                    out = self.model(*inputs)
+                try:
+                    snapshot = [t.clone() for t in flatten_outputs(out)[0]]
+                except Exception:
+                    snapshot = []
+                if self.device == "cpu":
+                    time.sleep(0.005)  # a background thread still writing would show up now
+                synchronize(self.device)
+            except BaseException as e:
+                return _failure("runtime_error", f"forward raised on call {len(calls)}", e)
+            facts = harness.output_facts(
+                out, inputs, pristine, self.model, self.state_before, snapshot
+            )
+            torch.save([s.detach().cpu() for s in snapshot], step["path"])
+            calls.append(facts)
+            del out, snapshot
+        threads_after, native_after = harness.thread_counts()
+        return {
+            "status": "ok",
+            "calls": calls,
+            "new_python_threads": len(threads_after - threads_before),
+            "native_threads_delta": native_after - native_before,
+            "numerics_changed": harness.changed_numerics(self.numerics_before),
+        }
+
+    def time(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Paired timing: reference and candidate alternate in random order, each call on fresh
+        inputs copied into fixed buffers after an L2 flush; a random few candidate outputs are
+        saved for the judge."""
+        rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+        flush = l2_flusher(self.device)
+        cand_seeds, ref_seeds = msg["candidate_seeds"], msg["reference_seeds"]
+        pairs = len(cand_seeds)
+        cand_buf = generate_inputs(self.task_module, msg["buffer_seeds"][0], self.device)
+        ref_buf = generate_inputs(self.task_module, msg["buffer_seeds"][1], self.device)
+        checked = set(rng.sample(range(pairs), min(msg["check"], pairs)))
+        threads_before, _ = harness.thread_counts()
+        cand_ms, ref_ms, order, escaped, saved = [], [], [], 0, []
+        try:
+            with torch.no_grad():
+                for _ in range(msg["warmup"]):
+                    time_call(self.device, self.model, cand_buf)
+                    time_call(self.device, self.reference, ref_buf)
+                for i in range(pairs):
+                    cand_first = rng.random() < 0.5
+                    order.append("cr" if cand_first else "rc")
+                    for who in ("cand", "ref") if cand_first else ("ref", "cand"):
+                        model, buf, seed = (
+                            (self.model, cand_buf, cand_seeds[i])
+                            if who == "cand"
+                            else (self.reference, ref_buf, ref_seeds[i])
+                        )
+                        harness.refill(buf, generate_inputs(self.task_module, seed, self.device))
+                        flush()
+                        call = time_call(self.device, model, buf)
+                        if who == "ref":
+                            ref_ms.append(call.ms)
+                            continue
+                        cand_ms.append(call.ms)
+                        escaped += call.escaped
+                        if i in checked:
+                            path = Path(msg["out_dir"]) / f"timed_{i}.pt"
+                            torch.save(
+                                [t.detach().cpu() for t in flatten_outputs(call.output)[0]], path
+                            )
+                            saved.append({"seed": seed, "path": str(path)})
+                host = host_ms_per_call(self.device, self.model, cand_buf, HOST_BATCH_CALLS)
+        except BaseException as e:
+            return _failure("runtime_error", "forward raised while timing", e)
+        threads_after, _ = harness.thread_counts()
+        return {
+            "status": "ok",
+            "candidate_ms": cand_ms,
+            "reference_ms": ref_ms,
+            "order": order,
+            "escaped_calls": escaped,
+            "saved": saved,
+            "host_ms_per_call": host,
+            "new_python_threads": len(threads_after - threads_before),
+            "numerics_changed": harness.changed_numerics(self.numerics_before),
+        }
+
+    def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Which kernels one call ran (all streams), and which PyTorch ops `forward` executed."""
+        inputs = generate_inputs(self.task_module, msg["seed"], self.device)
+        log = _OpLog()
+        try:
+            with torch.no_grad(), log:
+                self.model(*inputs)
+            synchronize(self.device)
+            kernels: list[dict[str, Any]] = []
+            if self.device == "cuda":
+                kernels = _profile_kernels(self.model, inputs)
+        except BaseException as e:
+            return _failure("runtime_error", "forward raised while profiling", e)
+        return {
+            "status": "ok",
+            "aten_ops": sorted(op for op in log.ops if op.rstrip("_") not in LAYOUT_OPS),
+            "kernels": kernels,
+        }
+
+
+def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]]:
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        model(*inputs)
+        torch.cuda.synchronize()
+    kernels = []
+    for ev in prof.profiler.kineto_results.events():
+        if ev.device_type() == torch.autograd.DeviceType.CUDA and ev.activity_type() in (
+            "kernel",
+            "gpu_memcpy",
+            "gpu_memset",
+        ):
+            kernels.append(
+                {
+                    "name": ev.name(),
+                    "kind": ev.activity_type(),
+                    "stream": ev.device_resource_id(),
+                    "start_us": ev.start_ns() / 1e3,
+                    "us": ev.duration_ns() / 1e3,
+                }
+            )
+    return kernels
+
+
+def _failure(status: str, what: str, e: BaseException) -> dict[str, Any]:
+    text = f"{type(e).__name__}: {e}"
+    if status == "compile_error":
+        text = harness.trim_compiler_output(text)
+    return {"status": status, "error": f"{what}: {text[:4000]}"}
+
+
+def main() -> None:
+    runner = CandidateRunner()
+    serve(
+        {
+            "load": runner.load,
+            "correctness": runner.correctness,
+            "time": runner.time,
+            "profile": runner.profile,
+        },
+        int(sys.argv[1]),
+    )
+
+
+if __name__ == "__main__":
+    main()

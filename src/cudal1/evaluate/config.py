@@ -1,0 +1,92 @@
+"""Evaluator configuration: one keyword-only dataclass, every field documented and checked."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate.compare import TOLERANCE_MODES, ToleranceMode
+
+Device = Literal["cuda", "cpu"]
+Policy = Literal["any", "kernel"]
+POLICIES: tuple[Policy, ...] = ("any", "kernel")
+
+
+def default_build_root() -> Path:
+    return Path(os.environ.get("CUDAL1_BUILD_DIR", Path.home() / ".cache" / "cudal1" / "build"))
+
+
+@dataclass(kw_only=True)
+class EvalConfig:
+    device: Device = "cuda"
+    """Where reference and candidate run. `cpu` runs the same pipeline with host timers."""
+    policy: Policy = "any"
+    """`any`: any honest code (CUDA-L1's rule). `kernel`: the candidate's own kernels must carry
+    most of the GPU time and `forward` may run no PyTorch compute op."""
+    tolerance: ToleranceMode = "calibrated"
+    """`calibrated`: from the fp32 reference's error against fp64; `kernelbench`: atol=rtol=1e-2."""
+    module_mode: Literal["eval", "train"] = "eval"
+    """Module mode for reference and candidate, in correctness and timing alike."""
+    sizes: Literal["auto", "full", "cpu"] = "auto"
+    """Task size profile: `auto` is `cpu` (CPU_SIZES) on the CPU device and `full` on CUDA."""
+
+    trials: int = 3
+    """Correctness trials with fresh secret-seeded inputs (plus one refill and one repeat)."""
+    timed_samples_checked: int = 4
+    """Timed candidate calls whose outputs are sent to the judge (chosen at random)."""
+    timing_budget_s: float = 1.0
+    """Target wall time of the paired timing loop; sets the number of pairs within the bounds."""
+    min_pairs: int = 21
+    max_pairs: int = 140
+    buckets: int = 7
+    """CUDA-L1's rule: split the pairs into this many buckets; reward = median of bucket means."""
+    max_bucket_spread: float = 0.10
+    """Re-measure when (max - min) / median of bucket speedups exceeds this."""
+    remeasure_limit: int = 2
+    slowed_baseline_ratio: float = 1.15
+    """Flag when the reference runs this much slower beside the candidate than in a clean process."""
+    escape_ratio: float = 1.5
+    """Flag when profiler kernel time or host time per call exceeds the event time by this factor."""
+    escape_slack_ms: float = 0.05
+    min_own_kernel_share: float = 0.5
+    """Policy `kernel`: the candidate's own kernels' share of GPU time."""
+
+    compile_timeout_s: float = 900.0
+    run_timeout_s: float = 300.0
+    build_root: Path = field(default_factory=default_build_root)
+    """Per-candidate build directories live here, one per candidate source hash."""
+    keep_exchange: bool = False
+    """Keep the per-evaluation exchange directory (logs, output files) for debugging."""
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cuda", "cpu"):
+            raise Cudal1Error(f"unknown device {self.device!r}: choose cuda or cpu")
+        if self.policy not in POLICIES:
+            raise Cudal1Error(
+                f"unknown policy {self.policy!r}: choose one of {', '.join(POLICIES)}"
+            )
+        if self.tolerance not in TOLERANCE_MODES:
+            raise Cudal1Error(
+                f"unknown tolerance {self.tolerance!r}: choose one of {', '.join(TOLERANCE_MODES)}"
+            )
+        if self.module_mode not in ("eval", "train"):
+            raise Cudal1Error(f"unknown module mode {self.module_mode!r}: choose eval or train")
+        if self.trials < 1:
+            raise Cudal1Error(f"trials must be >= 1, got {self.trials}")
+        if not 1 <= self.buckets <= self.min_pairs <= self.max_pairs:
+            raise Cudal1Error("need 1 <= buckets <= min_pairs <= max_pairs")
+        self.build_root = Path(self.build_root)
+
+    @property
+    def size_profile(self) -> Literal["full", "cpu"]:
+        if self.sizes == "auto":
+            return "cpu" if self.device == "cpu" else "full"
+        return self.sizes
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["build_root"] = str(self.build_root)
+        return d

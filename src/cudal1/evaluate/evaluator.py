@@ -1,0 +1,512 @@
+"""`evaluate(task, candidate_source, config) -> EvalResult`: the one entry point to the reward.
+
+Read top to bottom, this is the whole evaluation of one candidate:
+
+1. Static analysis of the text (no execution). Syntax errors and a missing `ModelNew` end here;
+   so do flags no honest candidate needs (frame/gc introspection, patching torch, ctypes, ...).
+2. Two fresh processes start: the *judge* (trusted: loads only the task file, computes inputs
+   from secret seeds, fp32 outputs and fp64 ground truth, the calibrated tolerance, and times the
+   reference alone) and the *candidate process* (untrusted: compiles and runs the candidate).
+3. Correctness: the candidate process draws each trial's inputs from its seed, calls `ModelNew`
+   and writes the output as it was at return; the judge compares. Trials: fresh inputs, the same
+   buffers refilled with new values, and a repeat. Facts about each call (plain tensors, full
+   storage, aliasing, mutation of inputs and parameters, output changed after return, threads
+   started, global flags changed) come back with it.
+4. Timing: reference and candidate paired in random order, fresh inputs every call, L2 flushed,
+   CUDA events; a few timed outputs, chosen at random, go to the judge; the bucket rule gives the
+   speedup and re-measures when buckets disagree; host time over a batch and a profiler trace
+   check that no work escaped the events; the reference beside the candidate is compared with the
+   clean one.
+5. Verdict, here in the parent, which never ran candidate code: status, reasons, flags.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate.config import EvalConfig
+from cudal1.evaluate.protocol import ProtocolError, Worker, WorkerGone, WorkerTimeout, spawn
+from cudal1.evaluate.result import (
+    Correctness,
+    EvalResult,
+    KernelShare,
+    Provenance,
+    Timing,
+    TimingStats,
+)
+from cudal1.evaluate.static import REJECT_ANY, REJECT_KERNEL, StaticReport, analyze
+from cudal1.evaluate.timing import bucket_speedups, median_interval, spread
+from cudal1.tasks import Task, source_hash
+
+OVERHEAD_MS = {"cuda": 0.3, "cpu": 3.0}
+"""Harness time per timed call beyond the call itself (input refill, flush, checks)."""
+
+
+class _Verdict(Exception):
+    """Ends an evaluation early with a status; caught in `evaluate`."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class _Run:
+    """State of one evaluation while it runs."""
+
+    config: EvalConfig
+    task: Task
+    result: EvalResult
+    static: StaticReport
+    workdir: Path
+    judge: Worker | None = None
+    worker: Worker | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    seeds: dict[str, Any] = field(default_factory=dict)
+    rejections: list[str] = field(default_factory=list)
+
+    def phase(self, name: str, t0: float) -> None:
+        self.result.phase_seconds[name] = round(time.perf_counter() - t0, 4)
+
+    def flag(self, flag: str, reject: bool) -> None:
+        self.result.flags.append(flag)
+        if reject:
+            self.rejections.append(flag)
+
+
+def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None) -> EvalResult:
+    """Evaluate one candidate against one task. Raises `Cudal1Error` only when no evaluation
+    could be carried out (no GPU for `device="cuda"`, a reference that fails on its own)."""
+    config = config or EvalConfig()
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise Cudal1Error("device cuda requested but no CUDA device is visible: use --device cpu")
+    t_total = time.perf_counter()
+    result = EvalResult(
+        status="runtime_error",
+        task_id=task.id,
+        task_hash=task.hash,
+        candidate_hash=source_hash(candidate_source),
+        device=config.device,
+        policy=config.policy,
+        tolerance_mode=config.tolerance,
+        env=_host_env(),
+    )
+    static = analyze(candidate_source)
+    result.flags = list(static.flags)
+    try:
+        _static_gate(static, config)
+    except _Verdict as v:
+        result.status, result.reasons = v.status, [v.reason]  # type: ignore[assignment]
+        return result
+
+    workdir = Path(tempfile.mkdtemp(prefix="cudal1-eval-", dir=_scratch_root()))
+    run = _Run(config, task, result, static, workdir)
+    build_dir = config.build_root / result.candidate_hash
+    try:
+        (workdir / "candidate.py").write_text(candidate_source)
+        run.judge = spawn("judge", workdir)
+        run.worker = spawn(
+            "candidate_worker",
+            workdir,
+            env={
+                "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+                "TRITON_CACHE_DIR": str(build_dir / "triton"),
+            },
+        )
+        _evaluate(run)
+        result.status = "rejected" if run.rejections else "ok"  # type: ignore[assignment]
+        result.reasons = sorted(set(run.rejections))
+    except _Verdict as v:
+        result.status, result.reasons = v.status, [v.reason, *run.rejections]  # type: ignore[assignment]
+    except WorkerTimeout as e:
+        result.status, result.reasons = "timeout", [str(e)]
+    except (WorkerGone, ProtocolError) as e:
+        result.status, result.reasons = "runtime_error", [str(e)]
+    finally:
+        for w in (run.worker, run.judge):
+            if w is not None:
+                w.kill()
+        if run.worker is not None:
+            result.log_tail = run.worker.log_tail()
+        if result.status in ("compile_error", "timeout") and "load" not in result.phase_seconds:
+            shutil.rmtree(build_dir, ignore_errors=True)  # never leave a half-built directory
+        if not config.keep_exchange:
+            shutil.rmtree(workdir, ignore_errors=True)
+    result.flags = sorted(set(result.flags))
+    result.phase_seconds["total"] = round(time.perf_counter() - t_total, 4)
+    return result
+
+
+def _static_gate(static: StaticReport, config: EvalConfig) -> None:
+    if static.syntax_error:
+        raise _Verdict("compile_error", f"syntax error: {static.syntax_error}")
+    if not static.defines_model_new:
+        raise _Verdict("compile_error", "the candidate defines no class ModelNew")
+    rejecting = REJECT_ANY | (REJECT_KERNEL if config.policy == "kernel" else frozenset())
+    hits = [f for f in static.flags if f.split(":", 1)[0] in rejecting]
+    if hits:
+        raise _Verdict("rejected", "static check: " + "; ".join(hits))
+
+
+def _evaluate(run: _Run) -> None:
+    cfg, res = run.config, run.result
+    assert run.judge is not None and run.worker is not None
+    draw = lambda: secrets.randbits(62)  # noqa: E731 - secret seeds, never from a fixed value
+    trial_seeds = [draw() for _ in range(cfg.trials)]
+    refill_seed = draw()
+    task_fields = {
+        "id": run.task.id,
+        "level": run.task.level,
+        "name": run.task.name,
+        "source": run.task.source,
+        "origin": run.task.origin,
+        "split": run.task.split,
+    }
+    common = {
+        "task": task_fields,
+        "sizes": cfg.size_profile,
+        "device": cfg.device,
+        "module_mode": cfg.module_mode,
+        "tolerance": cfg.tolerance,
+        "init_seed": draw(),
+    }
+
+    # 2. judge prepares expected outputs while the candidate compiles -------------------------
+    t0 = time.perf_counter()
+    run.judge.send({"cmd": "prepare", **common, "trial_seeds": [*trial_seeds, refill_seed]})
+    meta = _judge_answer(run.judge.recv(cfg.run_timeout_s), "prepare", run.task)
+    run.meta = meta
+    res.env.update(meta.get("env", {}))
+    run.phase("reference", t0)
+    output_bytes = [
+        int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]
+    ]
+    t0 = time.perf_counter()
+    run.worker.send(
+        {
+            "cmd": "load",
+            **common,
+            "candidate_path": str(run.workdir / "candidate.py"),
+            "output_bytes": output_bytes,
+        }
+    )
+    clean_seeds = [draw() for _ in range(_pairs(cfg, None))]
+    if cfg.device == "cuda":  # the GPU is idle while the candidate compiles: time the baseline
+        clean = run.judge.request(
+            {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
+        )
+    loaded = run.worker.recv(cfg.compile_timeout_s)
+    _check_answer(loaded, "load")
+    run.phase("load", t0)
+    res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)
+    if cfg.device == "cpu":
+        clean = run.judge.request(
+            {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
+        )
+    _judge_answer(clean, "time_reference")
+
+    # 3. correctness ----------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    plan = [{"seed": s, "reuse_buffers": False} for s in trial_seeds]
+    plan.append({"seed": refill_seed, "reuse_buffers": True})  # same buffers, new values
+    plan.append({"seed": trial_seeds[0], "reuse_buffers": False})  # a repeat must agree
+    for i, step in enumerate(plan):
+        step["path"] = str(run.workdir / f"trial_{i}.pt")
+    answer = run.worker.request(
+        {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
+    )
+    _check_answer(answer, "correctness")
+    verdicts = _judge_answer(
+        run.judge.request(
+            {"cmd": "judge", "items": [{"seed": s["seed"], "path": s["path"]} for s in plan]},
+            cfg.run_timeout_s,
+        ),
+        "judge",
+    )["verdicts"]
+    run.phase("correctness", t0)
+    _correctness(run, answer, verdicts)
+
+    # 4. timing ---------------------------------------------------------------------------------
+    t0 = time.perf_counter()
+    clean_stats = _stats(clean["ms"])
+    pairs = _pairs(cfg, clean_stats.median_ms)
+    timing: Timing | None = None
+    remeasured = 0
+    while True:
+        timed = run.worker.request(
+            {
+                "cmd": "time",
+                "candidate_seeds": [draw() for _ in range(pairs)],
+                "reference_seeds": [draw() for _ in range(pairs)],
+                "buffer_seeds": [draw(), draw()],
+                "warmup": 3,
+                "check": cfg.timed_samples_checked,
+                "out_dir": str(run.workdir),
+            },
+            cfg.run_timeout_s,
+        )
+        _check_answer(timed, "time")
+        buckets = bucket_speedups(timed["reference_ms"], timed["candidate_ms"], cfg.buckets)
+        timing = Timing(
+            candidate=_stats(timed["candidate_ms"]),
+            reference=_stats(timed["reference_ms"]),
+            reference_clean=clean_stats,
+            speedup=statistics.median(buckets),
+            speedup_low=min(buckets),
+            speedup_high=max(buckets),
+            bucket_speedups=[round(b, 4) for b in buckets],
+            bucket_spread=spread(buckets),
+            remeasured=remeasured,
+            host_ms_per_call=timed["host_ms_per_call"],
+        )
+        if timing.bucket_spread <= cfg.max_bucket_spread or remeasured >= cfg.remeasure_limit:
+            break
+        remeasured += 1
+    if timing.bucket_spread > cfg.max_bucket_spread:
+        run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
+    sampled = _judge_answer(
+        run.judge.request({"cmd": "judge", "items": timed["saved"]}, cfg.run_timeout_s), "judge"
+    )["verdicts"]
+    assert res.correctness is not None
+    res.correctness.timed_outputs_checked = len(sampled)
+    bad = [v["reason"] for v in sampled if not v["ok"]]
+    if bad:
+        raise _Verdict("rejected", f"a timed call returned a wrong output ({bad[0]})")
+    _timing_facts(run, timed, timing)
+    run.phase("timing", t0)
+
+    # provenance: kernels on every stream, and the PyTorch ops forward ran --------------------
+    t0 = time.perf_counter()
+    prof = run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
+    _check_answer(prof, "profile")
+    run.phase("profile", t0)
+    _provenance(run, prof, timing)
+    res.timing = timing
+    res.speedup = round(timing.speedup, 4)
+    res.candidate_ms = timing.candidate.median_ms
+    res.reference_ms = clean_stats.median_ms
+
+
+def _judge_answer(answer: dict[str, Any], step: str, task: Task | None = None) -> dict[str, Any]:
+    """The judge runs only trusted code: an error there means the task or the set-up is broken."""
+    if "error" in answer:
+        where = f"{task.origin}: " if task else ""
+        raise Cudal1Error(f"{where}the reference failed in the judge ({step}): {answer['error']}")
+    return answer
+
+
+def _check_answer(answer: dict[str, Any], step: str) -> None:
+    if "error" in answer and "status" not in answer:  # the harness itself raised
+        raise _Verdict("runtime_error", f"{step}: {answer['error']}")
+    status = answer.get("status")
+    if status != "ok":
+        raise _Verdict(
+            status if status in ("compile_error", "runtime_error") else "runtime_error",
+            str(answer.get("error", f"{step} failed")),
+        )
+
+
+def _correctness(run: _Run, answer: dict[str, Any], verdicts: list[dict[str, Any]]) -> None:
+    meta = run.meta
+    expected_dtypes = [o["dtype"] for o in meta["outputs"]]
+    expected_shapes = [o["shape"] for o in meta["outputs"]]
+    device = run.config.device
+    problems: list[str] = []
+    for i, facts in enumerate(answer["calls"]):
+        if facts["structure_error"]:
+            problems.append(facts["structure_error"])
+            continue
+        if facts["structure"] != meta["structure"]:
+            problems.append(f"returns {facts['structure']}, the reference {meta['structure']}")
+            continue
+        for j, t in enumerate(facts["tensors"]):
+            if not t["plain"]:
+                run.flag("tensor_subclass:output is not a plain torch.Tensor", reject=True)
+            if t["device"] != device:
+                problems.append(f"output {j} is on {t['device']}, expected {device}")
+            if t["dtype"] != expected_dtypes[j] or t["shape"] != expected_shapes[j]:
+                problems.append(
+                    f"output {j} is {t['dtype']}{t['shape']}, expected "
+                    f"{expected_dtypes[j]}{expected_shapes[j]}"
+                )
+            if t["zero_stride"]:
+                run.flag("broadcast_output:output has a zero stride (expanded view)", reject=True)
+            if not t["storage_ok"]:
+                run.flag("partial_storage:output storage smaller than its shape", reject=True)
+        for alias in facts["aliases"]:
+            if not meta.get("reference_aliases"):
+                run.flag(f"aliases:{alias}", reject=True)
+        if facts["inputs_mutated"] and not meta.get("reference_mutates"):
+            run.flag(
+                f"mutates_inputs:inputs {facts['inputs_mutated']} changed on call {i}", reject=True
+            )
+        if facts["state_mutated"]:
+            run.flag(f"mutates_state:{', '.join(facts['state_mutated'][:3])}", reject=True)
+        if facts["escaped"]:
+            run.flag("escaped_work:output changed after forward returned", reject=True)
+    if answer["new_python_threads"]:
+        run.flag(
+            f"background_thread:{answer['new_python_threads']} thread(s) left running", reject=True
+        )
+    if answer["native_threads_delta"] > 0:
+        run.flag(f"native_threads:+{answer['native_threads_delta']}", reject=False)
+    for change in answer["numerics_changed"]:
+        run.flag(f"global_flags:{change}", reject=True)
+
+    passed = [v for v in verdicts if v["ok"]]
+    run.result.correctness = Correctness(
+        trials=len(verdicts),
+        passed=len(passed),
+        max_abs_err=max((v.get("max_abs_err", 0.0) for v in verdicts), default=0.0),
+        max_rel_err=max((v.get("max_rel_err", 0.0) for v in verdicts), default=0.0),
+        rel_l2=max((v.get("rel_l2", 0.0) for v in verdicts), default=0.0),
+        tolerance_ratio=max((v.get("tolerance_ratio", 0.0) for v in verdicts), default=0.0),
+        tolerance=meta["tolerance"],
+    )
+    if problems:
+        raise _Verdict("incorrect", problems[0])
+    failed = [(i, v) for i, v in enumerate(verdicts) if not v["ok"]]
+    if failed:
+        names = {len(verdicts) - 2: "refilled buffers", len(verdicts) - 1: "repeated call"}
+        i, v = failed[0]
+        raise _Verdict(
+            "incorrect",
+            f"trial {i} ({names.get(i, 'fresh inputs')}): {v['reason']} "
+            f"[{len(failed)} of {len(verdicts)} trials failed]",
+        )
+
+
+def _timing_facts(run: _Run, timed: dict[str, Any], timing: Timing) -> None:
+    cfg = run.config
+    if timed["escaped_calls"]:
+        run.flag(
+            f"escaped_work:output changed after the end event on {timed['escaped_calls']} timed calls",
+            reject=True,
+        )
+    if timed["new_python_threads"]:
+        run.flag("background_thread:threads started while timed", reject=True)
+    for change in timed["numerics_changed"]:
+        run.flag(f"global_flags:{change}", reject=True)
+    cand = timing.candidate.median_ms
+    host = timing.host_ms_per_call
+    if (
+        cfg.device == "cuda"
+        and host is not None
+        and host > cfg.escape_ratio * cand + cfg.escape_slack_ms
+    ):
+        run.flag(
+            f"escaped_work:host time {host:.4f} ms per call vs {cand:.4f} ms by events", reject=True
+        )
+    clean = timing.reference_clean
+    if (
+        clean is not None
+        and timing.reference.median_ms > cfg.slowed_baseline_ratio * clean.median_ms
+    ):
+        run.flag(
+            f"slowed_baseline:reference {timing.reference.median_ms:.4f} ms beside the candidate, "
+            f"{clean.median_ms:.4f} ms alone",
+            reject=True,
+        )
+
+
+def _provenance(run: _Run, prof: dict[str, Any], timing: Timing) -> None:
+    cfg, static = run.config, run.static
+    aten = prof["aten_ops"]
+    kernels = prof["kernels"]
+    if aten:
+        run.flag(f"pytorch_compute:{','.join(aten[:8])}", reject=cfg.policy == "kernel")
+    if cfg.device != "cuda":
+        run.result.provenance = Provenance([], 0.0, 0, aten)
+        return
+    by_name: dict[str, float] = {}
+    for k in kernels:
+        by_name[k["name"]] = by_name.get(k["name"], 0.0) + k["us"] / 1e3
+    total = sum(by_name.values())
+    own_names = static.kernel_names
+    shares = [
+        KernelShare(name, round(ms, 5), any(own in name for own in own_names))
+        for name, ms in sorted(by_name.items(), key=lambda kv: -kv[1])
+    ]
+    own_ms = sum(s.ms for s in shares if s.own)
+    own_share = own_ms / total if total > 0 else 0.0
+    streams = len({k["stream"] for k in kernels})
+    run.result.provenance = Provenance(shares[:20], round(own_share, 4), streams, aten)
+    timing.profiler_kernel_ms = round(_busy_ms(kernels), 5)
+    if streams > 1:
+        run.flag(f"side_stream:kernels on {streams} streams", reject=False)
+    if (
+        timing.profiler_kernel_ms
+        > cfg.escape_ratio * timing.candidate.median_ms + cfg.escape_slack_ms
+    ):
+        run.flag(
+            f"escaped_work:profiler saw {timing.profiler_kernel_ms:.4f} ms of kernels, "
+            f"events {timing.candidate.median_ms:.4f} ms",
+            reject=True,
+        )
+    if own_names and own_ms == 0:
+        run.flag("decoy_kernel:own kernels compiled but none ran", reject=cfg.policy == "kernel")
+    if cfg.policy == "kernel" and own_share < cfg.min_own_kernel_share:
+        run.flag(f"own_kernels:share {own_share:.2f} < {cfg.min_own_kernel_share}", reject=True)
+
+
+def _busy_ms(kernels: list[dict[str, Any]]) -> float:
+    """GPU time covered by at least one kernel, over all streams (the union of intervals)."""
+    spans = sorted((k["start_us"], k["start_us"] + k["us"]) for k in kernels)
+    busy, end = 0.0, float("-inf")
+    for s, e in spans:
+        if s > end:
+            busy += e - s
+            end = e
+        elif e > end:
+            busy += e - end
+            end = e
+    return busy / 1e3
+
+
+def _pairs(cfg: EvalConfig, reference_ms: float | None) -> int:
+    if reference_ms is None:
+        return cfg.min_pairs
+    per_pair = 2 * reference_ms + 2 * OVERHEAD_MS[cfg.device]
+    n = int(cfg.timing_budget_s * 1e3 / per_pair)
+    n = max(cfg.min_pairs, min(cfg.max_pairs, n))
+    return n - n % cfg.buckets or cfg.buckets
+
+
+def _stats(samples: list[float]) -> TimingStats:
+    med, lo, hi = median_interval(samples)
+    return TimingStats(len(samples), round(med, 6), round(lo, 6), round(hi, 6))
+
+
+def _itemsize(dtype: str) -> int:
+    return torch.empty(0, dtype=getattr(torch, dtype.removeprefix("torch."))).element_size()
+
+
+def _host_env() -> dict[str, Any]:
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "host": platform.node(),
+    }
+
+
+def _scratch_root() -> str | None:
+    """Exchange files live in memory-backed /dev/shm when there is one."""
+    shm = Path("/dev/shm")
+    with contextlib.suppress(OSError):
+        if shm.is_dir() and shutil.disk_usage(shm).free > (2 << 30):
+            return str(shm)
+    return None

@@ -1,0 +1,270 @@
+"""Harness helpers shared by the judge and the candidate process: numerics, inputs, and the facts
+about one call (output types, aliasing, mutation, threads) that the parent turns into a verdict.
+
+These functions run inside the candidate's process too, so they report facts and decide
+nothing; the parent, which never ran candidate code, decides.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch import nn
+
+from cudal1.evaluate.compare import OutputStructureError, flatten_outputs
+from cudal1.evaluate.timing import same_bits
+from cudal1.tasks import Task, TaskModule
+
+WATCHED_ENV = (
+    "CUDA_LAUNCH_BLOCKING",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "TORCH_EXTENSIONS_DIR",
+    "TRITON_CACHE_DIR",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
+
+
+def set_numerics(device: str, tolerance_mode: str) -> None:
+    """The harness's own flags, set explicitly in every process. Calibrated mode computes fp32
+    problems in fp32 (no TF32 anywhere); KernelBench mode keeps PyTorch's defaults, as
+    KernelBench does (TF32 for cuDNN convolutions)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = tolerance_mode == "kernelbench"
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(False)
+
+
+def device_env(device: str) -> dict[str, Any]:
+    """What the numbers were measured on."""
+    env: dict[str, Any] = {"device": device}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        env |= {
+            "gpu": props.name,
+            "sm": f"{props.major}.{props.minor}",
+            "gpu_memory_gb": round(props.total_memory / 2**30, 1),
+            "l2_bytes": props.L2_cache_size,
+            "driver": _driver_version(),
+        }
+    else:
+        env["cpu_threads"] = torch.get_num_threads()
+    return env
+
+
+def _driver_version() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def numerics_state() -> dict[str, Any]:
+    """Global settings a candidate must not change (HACKS.md #32)."""
+    return {
+        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "matmul.fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.bf16_reduced": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "cudnn.enabled": torch.backends.cudnn.enabled,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "num_threads": torch.get_num_threads(),
+        "grad_enabled": torch.is_grad_enabled(),
+        **{f"env.{k}": os.environ.get(k) for k in WATCHED_ENV},
+    }
+
+
+def changed_numerics(before: dict[str, Any]) -> list[str]:
+    now = numerics_state()
+    return [f"{k}: {before[k]!r} -> {now[k]!r}" for k in before if now[k] != before[k]]
+
+
+def load_task(fields: dict[str, Any], sizes: str) -> TaskModule:
+    return Task(**fields).load(sizes)  # type: ignore[arg-type]
+
+
+def describe_inputs(inputs: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {"shape": list(x.shape), "dtype": str(x.dtype)}
+        if isinstance(x, torch.Tensor)
+        else {"value": repr(x)}
+        for x in inputs
+    ]
+
+
+def refill(buffers: list[Any], fresh: list[Any]) -> None:
+    """Copy fresh values into the existing input buffers (same addresses, new contents)."""
+    with torch.no_grad():
+        for b, f in zip(buffers, fresh, strict=True):
+            if isinstance(b, torch.Tensor):
+                b.copy_(f)
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def poison_free_memory(device: str, sizes_bytes: list[int]) -> None:
+    """Leave blocks of the output sizes in the allocator's free lists filled with 0xFF (NaN for
+    floats), so an output allocated with `empty` and never written cannot hold a stale answer."""
+    for n in sorted(set(sizes_bytes)):
+        for _ in range(2):
+            block = torch.empty(n, dtype=torch.uint8, device=device)
+            block.fill_(0xFF)
+            del block
+
+
+def thread_counts() -> tuple[set[int], int]:
+    """Python thread idents and the number of native threads of this process."""
+    python = {t.ident for t in threading.enumerate() if t.ident is not None}
+    try:
+        native = len(os.listdir("/proc/self/task"))
+    except OSError:
+        native = threading.active_count()
+    return python, native
+
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    start = storage.data_ptr()
+    return start, start + storage.nbytes()
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[1] > a[0] and b[1] > b[0]
+
+
+def output_facts(
+    out: Any,
+    inputs: list[Any],
+    pristine_inputs: list[Any],
+    model: nn.Module,
+    state_before: dict[str, torch.Tensor],
+    snapshot: list[torch.Tensor],
+) -> dict[str, Any]:
+    """What a call returned and did: plain tensors with full storage, no aliasing of inputs or
+    parameters, inputs and parameters unchanged, output not changed after return."""
+    facts: dict[str, Any] = {"structure_error": None}
+    try:
+        tensors, structure = flatten_outputs(out)
+    except OutputStructureError as e:
+        facts["structure_error"] = str(e)
+        return facts
+    facts["structure"] = structure
+    described = []
+    for t in tensors:
+        needed = (
+            1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True))
+            if t.numel()
+            else 0
+        )
+        described.append(
+            {
+                "plain": type(t) is torch.Tensor,
+                "dtype": str(t.dtype),
+                "shape": list(t.shape),
+                "device": t.device.type,
+                "zero_stride": any(
+                    st == 0 and s > 1 for s, st in zip(t.shape, t.stride(), strict=True)
+                ),
+                "storage_ok": t.untyped_storage().nbytes()
+                >= (t.storage_offset() + needed) * t.element_size(),
+                "requires_grad": t.requires_grad,
+            }
+        )
+    facts["tensors"] = described
+    owned = [(f"input {i}", x) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+    owned += [(f"parameter {n}", p) for n, p in model.named_parameters()]
+    owned += [(f"buffer {n}", b) for n, b in model.named_buffers()]
+    facts["aliases"] = sorted(
+        {
+            f"output {i} shares memory with {name}"
+            for i, t in enumerate(tensors)
+            for name, x in owned
+            if t.numel() and x.numel() and _overlaps(_storage_range(t), _storage_range(x))
+        }
+    )
+    facts["inputs_mutated"] = [
+        i
+        for i, (x, p) in enumerate(zip(inputs, pristine_inputs, strict=True))
+        if isinstance(x, torch.Tensor) and not same_bits(x, p)
+    ]
+    state_now = model_state(model, include_buffers=True)
+    facts["state_mutated"] = sorted(
+        name
+        for name, before in state_before.items()
+        if name not in state_now or not same_bits(state_now[name], before)
+    )
+    facts["escaped"] = not all(same_bits(s, t) for s, t in zip(snapshot, tensors, strict=True))
+    return facts
+
+
+def model_state(model: nn.Module, include_buffers: bool) -> dict[str, torch.Tensor]:
+    state = {f"parameter {n}": p.detach().clone() for n, p in model.named_parameters()}
+    if include_buffers:
+        state |= {f"buffer {n}": b.detach().clone() for n, b in model.named_buffers()}
+    return state
+
+
+def import_candidate(path: Path) -> ModuleType:
+    """Execute the candidate file as module `candidate` (a real file, so Triton can read it)."""
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_BUILD_ERROR = re.compile(r"Error building extension|CompilationError|ninja: build stopped|nvcc")
+
+
+def classify_load_error(e: BaseException) -> str:
+    """compile_error for syntax, import and build failures; runtime_error for everything else."""
+    chain = []
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    for exc in chain:
+        if isinstance(exc, (SyntaxError, ImportError)):
+            return "compile_error"
+        if _BUILD_ERROR.search(type(exc).__name__ + " " + str(exc)[:2000]):
+            return "compile_error"
+    return "runtime_error"
+
+
+def trim_compiler_output(text: str, max_lines: int = 40, max_chars: int = 4000) -> str:
+    """Keep what a human (or an LLM in its next turn) needs: the error lines and a little after."""
+    lines = text.splitlines()
+    keep: list[str] = []
+    for i, line in enumerate(lines):
+        if re.search(r"\berror\b|Error", line):
+            keep.extend(lines[i : i + 3])
+    keep = keep or lines[-max_lines:]
+    seen: set[str] = set()
+    unique = [ln for ln in keep if not (ln in seen or seen.add(ln))]  # type: ignore[func-returns-value]
+    return "\n".join(unique[:max_lines])[:max_chars]

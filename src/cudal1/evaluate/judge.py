@@ -1,0 +1,129 @@
+"""The judge process (trusted): expected outputs, clean reference timing, and the comparison.
+
+It loads only the pristine task file, never candidate code. Expected outputs (fp32 and fp64) for
+the correctness trials are computed here before the candidate process receives any seed, and
+they never leave this process: the candidate's outputs come here, as files, to be compared.
+Run as `python -m cudal1.evaluate.judge RESULT_FD` by the evaluator.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+from cudal1.evaluate import harness
+from cudal1.evaluate.compare import (
+    OutputTolerance,
+    calibrate,
+    compare,
+    flatten_outputs,
+    merge,
+)
+from cudal1.evaluate.protocol import serve
+from cudal1.evaluate.reference import double_twin, generate_inputs, prepare, run, to_double
+from cudal1.evaluate.timing import l2_flusher, time_call
+
+
+class Judge:
+    def __init__(self) -> None:
+        self.expected: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        self.tolerance: list[OutputTolerance] = []
+
+    def prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.device = msg["device"]
+        self.mode = msg["tolerance"]
+        harness.set_numerics(self.device, msg["tolerance"])
+        self.task_module = harness.load_task(msg["task"], msg["sizes"])
+        model = self.task_module.make_model(msg["init_seed"])
+        self.model = prepare(model, self.device, msg["module_mode"])
+        self.model64 = double_twin(self.model)
+        tols = None
+        structure = ""
+        facts: dict[str, Any] = {}
+        for seed in msg["trial_seeds"]:
+            inputs = generate_inputs(self.task_module, seed, self.device)
+            pristine = harness.clone_inputs(inputs)
+            with torch.no_grad():
+                out = self.model(*inputs)
+            y32, structure = flatten_outputs(out)
+            if not facts:  # does the reference itself alias or mutate its inputs?
+                facts = harness.output_facts(
+                    out, inputs, pristine, self.model, harness.model_state(self.model, True), y32
+                )
+            y64 = run(self.model64, to_double(pristine))
+            self.expected[seed] = (y32, y64)
+            t = calibrate(y32, y64, self.mode)
+            tols = t if tols is None else merge(tols, t)
+            self.inputs_spec = harness.describe_inputs(inputs)
+        self.tolerance = tols or []
+        return {
+            "structure": structure,
+            "outputs": [{"shape": list(y.shape), "dtype": str(y.dtype)} for y in y32],
+            "inputs": self.inputs_spec,
+            "tolerance": [t.to_dict() for t in self.tolerance],
+            "sizes": self.task_module.sizes,
+            "reference_aliases": bool(facts.get("aliases")),
+            "reference_mutates": bool(facts.get("inputs_mutated")),
+            "env": harness.device_env(self.device),
+        }
+
+    def time_reference(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The reference alone, in a process that never saw candidate code: the clean baseline."""
+        flush = l2_flusher(self.device)
+        seeds = msg["seeds"]
+        buffers = generate_inputs(self.task_module, seeds[0], self.device)
+        samples = []
+        with torch.no_grad():
+            for _ in range(msg["warmup"]):
+                time_call(self.device, self.model, buffers)
+            for seed in seeds:
+                harness.refill(buffers, generate_inputs(self.task_module, seed, self.device))
+                flush()
+                samples.append(time_call(self.device, self.model, buffers).ms)
+        return {"ms": samples}
+
+    def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Compare candidate output files with the expected outputs of the seeds they answer."""
+        verdicts = []
+        for item in msg["items"]:
+            seed = item["seed"]
+            if seed in self.expected:
+                y32, y64 = self.expected[seed]
+            else:  # a sampled timed call: its expectation is computed now, from the seed
+                inputs = generate_inputs(self.task_module, seed, self.device)
+                y32, y64 = run(self.model, inputs), run(self.model64, to_double(inputs))
+            tols = merge(self.tolerance, calibrate(y32, y64, self.mode))
+            try:
+                cand = torch.load(item["path"], weights_only=True, map_location=self.device)
+            except Exception as e:
+                verdicts.append({"ok": False, "reason": f"unreadable output file ({e})"})
+                continue
+            if not (isinstance(cand, list) and all(type(t) is torch.Tensor for t in cand)):
+                verdicts.append({"ok": False, "reason": "output file holds no list of tensors"})
+                continue
+            c = compare(cand, y32, y64, tols)
+            verdicts.append(
+                {
+                    "ok": c.ok,
+                    "reason": c.reason,
+                    "max_abs_err": c.max_abs_err,
+                    "max_rel_err": c.max_rel_err,
+                    "rel_l2": c.rel_l2,
+                    "tolerance_ratio": c.tolerance_ratio,
+                }
+            )
+        return {"verdicts": verdicts}
+
+
+def main() -> None:
+    judge = Judge()
+    serve(
+        {"prepare": judge.prepare, "time_reference": judge.time_reference, "judge": judge.judge},
+        int(sys.argv[1]),
+    )
+
+
+if __name__ == "__main__":
+    main()

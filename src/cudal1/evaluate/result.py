@@ -1,0 +1,128 @@
+"""`EvalResult`: the one record every evaluation produces, and that every other box consumes.
+
+Statuses: `ok` (correct, timed, not rejected), `incorrect`, `compile_error`, `runtime_error`,
+`timeout`, `rejected` (correct output obtained dishonestly, or forbidden by the policy).
+`flags` record what static and dynamic checks saw on every result, whatever the status.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "incorrect", "compile_error", "runtime_error", "timeout", "rejected"]
+STATUSES: tuple[Status, ...] = (
+    "ok",
+    "incorrect",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "rejected",
+)
+
+
+@dataclass
+class TimingStats:
+    """Per-call times in ms: median, and a 95 % interval for the median (order statistics)."""
+
+    samples: int
+    median_ms: float
+    low_ms: float
+    high_ms: float
+
+
+@dataclass
+class Timing:
+    candidate: TimingStats
+    reference: TimingStats
+    """The reference timed beside the candidate, paired with it in random order."""
+    reference_clean: TimingStats | None
+    """The reference timed in the judge's process, which never loaded candidate code."""
+    speedup: float
+    """Median over buckets of (mean reference time / mean candidate time) per bucket."""
+    speedup_low: float
+    speedup_high: float
+    bucket_speedups: list[float]
+    bucket_spread: float
+    remeasured: int
+    host_ms_per_call: float | None = None
+    profiler_kernel_ms: float | None = None
+
+
+@dataclass
+class Correctness:
+    trials: int
+    passed: int
+    max_abs_err: float
+    max_rel_err: float
+    rel_l2: float
+    tolerance_ratio: float
+    tolerance: list[dict[str, Any]]
+    timed_outputs_checked: int = 0
+
+
+@dataclass
+class KernelShare:
+    name: str
+    ms: float
+    own: bool
+
+
+@dataclass
+class Provenance:
+    kernels: list[KernelShare]
+    own_kernel_share: float
+    streams: int
+    aten_ops: list[str]
+    """PyTorch compute ops `forward` ran (view and allocation ops left out)."""
+
+
+@dataclass
+class EvalResult:
+    status: Status
+    task_id: str
+    task_hash: str
+    candidate_hash: str
+    device: str
+    policy: str
+    tolerance_mode: str
+    reasons: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    speedup: float | None = None
+    candidate_ms: float | None = None
+    reference_ms: float | None = None
+    correctness: Correctness | None = None
+    timing: Timing | None = None
+    provenance: Provenance | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    log_tail: str = ""
+    """The end of the candidate process's own output (never parsed; for humans and LLM feedback)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvalResult:
+        d = dict(d)
+        if d.get("correctness"):
+            d["correctness"] = Correctness(**d["correctness"])
+        if d.get("timing"):
+            t = dict(d["timing"])
+            for key in ("candidate", "reference", "reference_clean"):
+                if t.get(key):
+                    t[key] = TimingStats(**t[key])
+            d["timing"] = Timing(**t)
+        if d.get("provenance"):
+            p = dict(d["provenance"])
+            p["kernels"] = [KernelShare(**k) for k in p["kernels"]]
+            d["provenance"] = Provenance(**p)
+        return cls(**d)

@@ -1,0 +1,383 @@
+"""Static analysis of a candidate's source: flags recorded on every result.
+
+Runs in the trusted parent on the candidate's text (never executing it). Python is read through
+its AST; C++/CUDA is every string constant in the file (what `load_inline` compiles), read with
+patterns. Static checks are a cheap first layer and never sufficient on their own: each hack
+class they flag is also caught, or made harmless, by a dynamic check or the process structure.
+
+A flag is `name` or `name:detail`. `REJECT_ANY` lists flags no honest candidate needs; they
+reject under every policy. The others are evidence that policies and reports use.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+REJECT_ANY = frozenset(
+    {
+        "introspection",  # frames, gc, inspect, /proc: reading the caller's or harness's state
+        "patching",  # assigning attributes of torch/time/triton/builtins/harness modules
+        "ctypes",  # raw memory and driver calls behind the interpreter's back
+        "tensor_subclass",  # lazy outputs that compute when inspected
+        "l2_persistence",  # pinning data in L2 so the harness's flush misses it
+        "exit_call",  # os._exit/sys.exit before checks
+        "processes",  # fork/subprocess/system: work outside the measured process
+        "harness_access",  # importing cudal1 (the evaluator) from the candidate
+        "hooks",  # signal handlers, atexit, sys.settrace/setprofile
+    }
+)
+"""Flags that reject whatever the policy."""
+
+REJECT_KERNEL = frozenset({"precision", "try_fallback", "reference_call"})
+"""Flags that also reject under policy `kernel` (a strict track: own kernels, full precision)."""
+
+_PROTECTED_MODULES = ("torch", "time", "triton", "builtins", "numpy", "cudal1", "sys", "os", "gc")
+
+_IMPORT_FLAGS = {
+    "threading": "threads",
+    "_thread": "threads",
+    "concurrent": "threads",
+    "multiprocessing": "processes",
+    "subprocess": "processes",
+    "ctypes": "ctypes",
+    "cffi": "ctypes",
+    "gc": "introspection",
+    "inspect": "introspection",
+    "signal": "hooks",
+    "atexit": "hooks",
+    "cudal1": "harness_access",
+    "socket": "network",
+    "urllib": "network",
+    "requests": "network",
+}
+
+_CALL_FLAGS = {
+    # dotted call name (after alias resolution) -> flag
+    "os._exit": "exit_call",
+    "sys.exit": "exit_call",
+    "exit": "exit_call",
+    "quit": "exit_call",
+    "os.abort": "exit_call",
+    "os.kill": "processes",
+    "os.fork": "processes",
+    "os.forkpty": "processes",
+    "os.system": "processes",
+    "os.popen": "processes",
+    "sys._getframe": "introspection",
+    "sys.settrace": "hooks",
+    "sys.setprofile": "hooks",
+    "sys.addaudithook": "hooks",
+    "importlib.reload": "patching",
+    "os.write": "file_io",
+    "os.dup": "file_io",
+    "os.dup2": "file_io",
+    "os.fdopen": "file_io",
+    "os.putenv": "env_write",
+    "os.environ.update": "env_write",
+    "os.environ.setdefault": "env_write",
+    "torch.set_float32_matmul_precision": "global_flags",
+    "torch.use_deterministic_algorithms": "global_flags",
+    "torch.set_num_threads": "global_flags",
+    "torch.set_default_dtype": "global_flags",
+    "torch.set_flush_denormal": "global_flags",
+    "torch._C._set_cublas_allow_tf32": "global_flags",
+    "torch.cuda.set_per_process_memory_fraction": "global_flags",
+    "torch.cuda.Stream": "stream",
+    "torch.cuda.stream": "stream",
+    "torch.cuda.ExternalStream": "stream",
+    "torch.cuda.set_stream": "stream",
+    "torch.Stream": "stream",
+    "torch.cuda.CUDAGraph": "cuda_graphs",
+    "torch.cuda.graph": "cuda_graphs",
+    "torch.cuda.make_graphed_callables": "cuda_graphs",
+    "torch.compile": "torch_compile",
+    "torch.jit.script": "torch_compile",
+    "torch.jit.trace": "torch_compile",
+    "torch.autocast": "precision",
+    "torch.cuda.amp.autocast": "precision",
+    "torch.amp.autocast": "precision",
+    "torch.Tensor._make_subclass": "tensor_subclass",
+    "functools.lru_cache": "caching",
+    "functools.cache": "caching",
+    "lru_cache": "caching",
+    "id": "caching",
+    "setattr": "setattr",
+}
+
+_ATTR_FLAGS = {
+    "f_back": "introspection",
+    "f_locals": "introspection",
+    "f_globals": "introspection",
+    "gi_frame": "introspection",
+    "tb_frame": "introspection",
+    "__globals__": "introspection",
+    "__closure__": "introspection",
+    "_make_subclass": "tensor_subclass",
+    "as_subclass": "tensor_subclass",
+    "__torch_function__": "tensor_subclass",
+    "__torch_dispatch__": "tensor_subclass",
+    "half": "precision",
+    "bfloat16": "precision",
+    "float16": "precision",
+    "float8_e4m3fn": "precision",
+    "float8_e5m2": "precision",
+    "allow_tf32": "precision",
+    "allow_fp16_reduced_precision_reduction": "precision",
+    "allow_bf16_reduced_precision_reduction": "precision",
+    "data_ptr": "caching",
+}
+
+_CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (flag, re.compile(pattern))
+    for flag, pattern in [
+        (
+            "l2_persistence",
+            r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|hitRatio|"
+            r"cudaAccessPropertyPersisting|ResetPersistingL2Cache|persisting",
+        ),
+        (
+            "stream",
+            r"cudaStreamCreate|getStreamFromPool|cublasSetStream|cudnnSetStream|"
+            r"cudaStreamNonBlocking|cudaStreamPerThread|cudaStreamLegacy",
+        ),
+        ("threads", r"std::thread|pthread_create|std::async|std::jthread"),
+        ("processes", r"\bfork\s*\(|\bsystem\s*\(|\bpopen\s*\(|\bexecv|\bptrace\b"),
+        ("introspection", r"/proc/self|\bdlsym\b|\bdlopen\b|process_vm_"),
+        ("file_io", r"\bfopen\s*\(|std::ofstream|\bfwrite\s*\(|\bopen\s*\(\s*\""),
+        (
+            "precision",
+            r"__half\b|half2|__nv_bfloat16|__float2half|__float2bfloat16|\bwmma::|"
+            r"mma\.sync|wgmma|__nv_fp8|at::Half|at::BFloat16|kHalf|kBFloat16|tf32",
+        ),
+        (
+            "fast_math",
+            r"use_fast_math|__expf|__logf|__sinf|__cosf|__powf|__fdividef|__frcp|"
+            r"__fsqrt_r|__tanf",
+        ),
+        (
+            "global_flags",
+            r"cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|"
+            r"cublasSetMathMode|CUBLAS_TF32|cudaSetDeviceFlags",
+        ),
+        ("cuda_graphs", r"cudaGraph|cudaStreamBeginCapture"),
+        ("tensor_cores", r"\bwmma::|mma\.sync|wgmma|\bmma\b"),
+        ("cuda_kernel", r"__global__"),
+    ]
+]
+
+
+@dataclass
+class StaticReport:
+    flags: list[str] = field(default_factory=list)
+    """Sorted, de-duplicated `name:detail` strings."""
+    defines_model_new: bool = False
+    syntax_error: str | None = None
+    kernel_names: list[str] = field(default_factory=list)
+    """Names of `__global__` functions and `@triton.jit` functions: the candidate's own kernels."""
+
+    @property
+    def names(self) -> set[str]:
+        return {f.split(":", 1)[0] for f in self.flags}
+
+
+def analyze(source: str) -> StaticReport:
+    """Flags for a candidate's source. Never raises on bad code: a syntax error is reported."""
+    report = StaticReport()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        report.syntax_error = f"line {e.lineno}: {e.msg}"
+        return report
+    visitor = _Visitor()
+    visitor.visit(tree)
+    flags = set(visitor.flags)
+    report.defines_model_new = visitor.defines_model_new
+
+    cpp = "\n".join(visitor.strings)
+    for flag, pattern in _CPP_PATTERNS:
+        m = pattern.search(cpp)
+        if m:
+            flags.add(f"{flag}:{m.group(0)} (in C++/CUDA source)")
+    kernels = re.findall(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)", cpp)
+    report.kernel_names = sorted(set(kernels) | visitor.triton_kernels)
+    if visitor.triton_kernels:
+        flags.add("triton_kernel")
+    report.flags = sorted(flags)
+    return report
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.flags: set[str] = set()
+        self.aliases: dict[str, str] = {}
+        self.strings: list[str] = []
+        self.defines_model_new = False
+        self.triton_kernels: set[str] = set()
+        self._class_stack: list[str] = []
+        self._model_new_bases: list[str] = []
+
+    # names -------------------------------------------------------------------------------
+    def _dotted(self, node: ast.AST) -> str | None:
+        """`a.b.c` with the root alias resolved (`F.relu` -> `torch.nn.functional.relu`)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            parts.append(self.aliases.get(node.id, node.id))
+            return ".".join(reversed(parts))
+        if isinstance(node, ast.Call):
+            inner = self._dotted(node.func)
+            if inner:
+                parts.append(inner + "()")
+                return ".".join(reversed(parts))
+        return None
+
+    def _flag(self, name: str, node: ast.AST, what: str) -> None:
+        self.flags.add(f"{name}:{what} (line {getattr(node, 'lineno', '?')})")
+
+    # imports -----------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self.aliases[(a.asname or a.name).split(".")[0]] = (
+                a.name if a.asname else a.name.split(".")[0]
+            )
+            self._check_import(a.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        self._check_import(module, node)
+        for a in node.names:
+            self.aliases[a.asname or a.name] = f"{module}.{a.name}"
+            self._check_import(f"{module}.{a.name}", node)
+
+    def _check_import(self, name: str, node: ast.AST) -> None:
+        root = name.split(".")[0]
+        if root in _IMPORT_FLAGS:
+            self._flag(_IMPORT_FLAGS[root], node, f"import {name}")
+
+    # definitions -------------------------------------------------------------------------
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        bases = [self._dotted(b) or "" for b in node.bases]
+        if node.name == "ModelNew":
+            self.defines_model_new = True
+            self._model_new_bases = bases
+            if "Model" in bases:
+                self._flag("reference_call", node, "ModelNew derives from the reference Model")
+        if any(b in ("torch.Tensor", "Tensor", "torch._C.TensorBase") for b in bases):
+            self._flag("tensor_subclass", node, f"class {node.name}(torch.Tensor)")
+        self._class_stack.append(node.name)
+        self.generic_visit(node)
+        self._class_stack.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            name = self._dotted(target) or ""
+            if name.startswith("triton.") and name.split(".")[-1] in ("jit", "autotune"):
+                self.triton_kernels.add(node.name)
+            if name.endswith(("lru_cache", "functools.cache")):
+                self._flag("caching", node, f"@{name}")
+        if node.name in ("__torch_function__", "__torch_dispatch__"):
+            self._flag("tensor_subclass", node, node.name)
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    # statements --------------------------------------------------------------------------
+    def visit_Try(self, node: ast.Try) -> None:
+        for handler in node.handlers:
+            if any(isinstance(n, (ast.Call, ast.Return)) for n in ast.walk(handler)):
+                self._flag("try_fallback", node, "try/except with a fallback path")
+                break
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_store(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_store(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_store(node.target, node)
+        self.generic_visit(node)
+
+    def _check_store(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, ast.Subscript):
+            name = self._dotted(target.value) or ""
+            if name == "os.environ":
+                self._flag("env_write", node, "os.environ[...] =")
+            elif name.startswith(("builtins", "__builtins__", "sys.modules")):
+                self._flag("patching", node, f"{name}[...] =")
+            return
+        if not isinstance(target, ast.Attribute):
+            return
+        name = self._dotted(target) or ""
+        root = name.split(".")[0]
+        if name.startswith("torch.backends.") or name.startswith("torch.cuda.matmul"):
+            self._flag("global_flags", node, f"{name} =")
+            if "tf32" in name or "reduced_precision" in name:
+                self._flag("precision", node, f"{name} =")
+        elif root in _PROTECTED_MODULES or root == "__builtins__":
+            self._flag("patching", node, f"{name} =")
+
+    # expressions -------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        name = self._dotted(node.func) or ""
+        flag = _CALL_FLAGS.get(name)
+        if flag == "setattr":
+            obj = self._dotted(node.args[0]) if node.args else None
+            if obj and obj.split(".")[0] in _PROTECTED_MODULES:
+                self._flag("patching", node, f"setattr({obj}, ...)")
+        elif flag:
+            self._flag(flag, node, name)
+        if name in ("open", "builtins.open", "io.open", "pathlib.Path.write_text"):
+            mode = node.args[1] if len(node.args) > 1 else None
+            mode = next((k.value for k in node.keywords if k.arg == "mode"), mode)
+            if isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax+"):
+                self._flag("file_io", node, f"open(..., {mode.value!r})")
+            elif isinstance(node.args[0] if node.args else None, ast.Constant) and "/proc/" in str(
+                node.args[0].value  # type: ignore[union-attr]
+            ):
+                self._flag("introspection", node, "open('/proc/...')")
+        if name.endswith((".write_text", ".write_bytes")):
+            self._flag("file_io", node, name)
+        if name.endswith(".to") or name.endswith(".type"):
+            for arg in node.args:
+                n = self._dotted(arg) or ""
+                if n.split(".")[-1] in ("half", "float16", "bfloat16"):
+                    self._flag("precision", node, f"{name}({n})")
+        if (
+            (
+                name in ("Model", "super().forward")
+                or (name.endswith(".forward") and name.startswith("super()"))
+            )
+            and self._class_stack
+            and self._class_stack[-1] == "ModelNew"
+        ):
+            self._flag("reference_call", node, f"{name}(...) inside ModelNew")
+        if name.endswith("load_inline") or name.endswith("cpp_extension.load"):
+            for kw in node.keywords:
+                if kw.arg in ("extra_cuda_cflags", "extra_cflags") and "fast_math" in ast.dump(kw):
+                    self._flag("fast_math", node, "--use_fast_math")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        flag = _ATTR_FLAGS.get(node.attr)
+        if flag:
+            self._flag(flag, node, f".{node.attr}")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str):
+            self.strings.append(node.value)
+            if "/proc/self" in node.value:
+                self._flag("introspection", node, "'/proc/self' in a string")
+        self.generic_visit(node)

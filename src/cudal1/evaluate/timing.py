@@ -1,0 +1,139 @@
+"""Timing primitives (run inside the judge and candidate processes) and statistics (run in the
+trusted parent on the raw samples).
+
+CUDA: one call is timed by CUDA events recorded on the current stream around it. No device-wide
+synchronise sits inside the timed region (on the H200 that inflated a 6 us kernel to 25 us with
+30-110 % spread); instead the escape checks prove no work left the region: a copy of the output
+is queued on the current stream right after the end event and compared with the output after a
+device-wide synchronise (work still running elsewhere makes them differ), and host time over a
+batch and a profiler trace are compared with the event time by the parent. Before each sample
+the inputs are refilled with fresh values and L2 is flushed by writing a buffer twice its size;
+both are queued ahead of the start event, so the GPU is busy while the host launches the call.
+
+CPU: `time.perf_counter` around the call; a buffer larger than the last-level cache is written
+between samples.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from cudal1.evaluate.compare import flatten_outputs
+
+CPU_FLUSH_BYTES = 64 << 20
+CPU_SETTLE_S = 0.002
+
+
+def l2_flusher(device: str) -> Callable[[], None]:
+    """A function that evicts the last-level cache by writing a buffer twice its size."""
+    if device == "cuda":
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        buf = torch.empty(max(2 * l2, 8 << 20), dtype=torch.uint8, device="cuda")
+    else:
+        buf = torch.empty(CPU_FLUSH_BYTES, dtype=torch.uint8)
+
+    def flush() -> None:
+        buf.fill_(1)
+
+    return flush
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's raw bits as integers of the same width (NaN-safe equality, no rounding)."""
+    t = t.detach().contiguous()
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.view(width) if t.dtype != torch.bool else t.view(torch.uint8)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
+
+
+@dataclass
+class TimedCall:
+    ms: float
+    output: Any
+    escaped: bool
+    """The output changed between the end of the timed region and a device-wide synchronise."""
+
+
+def time_call(device: str, fn: Callable[..., Any], args: Sequence[Any]) -> TimedCall:
+    """Time one call of `fn(*args)`; the caller has already refilled inputs and flushed L2."""
+    if device == "cuda":
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn(*args)
+        end.record()
+        snapshot = [t.clone() for t in flatten_outputs(out)[0]]  # queued right after `end`
+        end.synchronize()
+        torch.cuda.synchronize()
+        escaped = not all(
+            same_bits(s, t) for s, t in zip(snapshot, flatten_outputs(out)[0], strict=True)
+        )
+        return TimedCall(start.elapsed_time(end), out, escaped)
+    t0 = time.perf_counter()
+    out = fn(*args)
+    ms = (time.perf_counter() - t0) * 1e3
+    snapshot = [t.clone() for t in flatten_outputs(out)[0]]
+    time.sleep(CPU_SETTLE_S)  # a background thread still writing the output shows up now
+    escaped = not all(
+        same_bits(s, t) for s, t in zip(snapshot, flatten_outputs(out)[0], strict=True)
+    )
+    return TimedCall(ms, out, escaped)
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def host_ms_per_call(device: str, fn: Callable[..., Any], args: Sequence[Any], calls: int) -> float:
+    """Host wall time per call over a batch with one synchronise at the end (catches work that
+    escapes the events: the final synchronise waits for every stream)."""
+    synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    synchronize(device)
+    return (time.perf_counter() - t0) * 1e3 / calls
+
+
+# ---- statistics (trusted parent) ------------------------------------------------------------
+
+
+def median_interval(samples: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
+    """Median and a distribution-free ~95 % interval for it (binomial order statistics)."""
+    xs = sorted(samples)
+    n = len(xs)
+    med = statistics.median(xs)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return med, xs[lo], xs[max(hi, lo)]
+
+
+def bucket_speedups(ref_ms: Sequence[float], cand_ms: Sequence[float], buckets: int) -> list[float]:
+    """CUDA-L1's buckets: consecutive pairs split into `buckets` groups, speedup per group as
+    mean reference time over mean candidate time."""
+    n = len(ref_ms)
+    bounds = [round(i * n / buckets) for i in range(buckets + 1)]
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        if hi > lo:
+            out.append(statistics.fmean(ref_ms[lo:hi]) / statistics.fmean(cand_ms[lo:hi]))
+    return out
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median: the dispersion gate of the bucket rule."""
+    med = statistics.median(values)
+    return (max(values) - min(values)) / med if med > 0 else math.inf
