@@ -274,29 +274,23 @@ class CandidateRunner:
 
 
 def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]]:
+    """Every GPU activity (kernels, copies, memsets) of one call, on every stream."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
     with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
         model(*inputs)
         torch.cuda.synchronize()
-    kernels = []
-    for ev in prof.profiler.kineto_results.events():
-        if ev.device_type() == torch.autograd.DeviceType.CUDA and ev.activity_type() in (
-            "kernel",
-            "gpu_memcpy",
-            "gpu_memset",
-        ):
-            kernels.append(
-                {
-                    "name": ev.name(),
-                    "kind": ev.activity_type(),
-                    "stream": ev.device_resource_id(),
-                    "start_us": ev.start_ns() / 1e3,
-                    "us": ev.duration_ns() / 1e3,
-                }
-            )
-    return kernels
+    return [
+        {
+            "name": ev.name,
+            "stream": ev.device_resource_id,
+            "start_us": ev.time_range.start,
+            "us": ev.time_range.elapsed_us(),
+        }
+        for ev in prof.events()
+        if ev.device_type == torch.autograd.DeviceType.CUDA
+    ]
 
 
 def _failure(status: str, what: str, e: BaseException) -> dict[str, Any]:

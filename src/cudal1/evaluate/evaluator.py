@@ -117,11 +117,13 @@ def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None
     build_dir = config.build_root / result.candidate_hash
     try:
         (workdir / "candidate.py").write_text(candidate_source)
-        run.judge = spawn("judge", workdir)
+        threads = {"OMP_NUM_THREADS": "1"} if config.device == "cpu" else {}
+        run.judge = spawn("judge", workdir, env=threads)
         run.worker = spawn(
             "candidate_worker",
             workdir,
             env={
+                **threads,
                 "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
                 "TRITON_CACHE_DIR": str(build_dir / "triton"),
             },
@@ -130,7 +132,11 @@ def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None
         result.status = "rejected" if run.rejections else "ok"  # type: ignore[assignment]
         result.reasons = sorted(set(run.rejections))
     except _Verdict as v:
-        result.status, result.reasons = v.status, [v.reason, *run.rejections]  # type: ignore[assignment]
+        # Evidence of dishonesty outranks a wrong answer: a side stream that had not finished
+        # when forward returned is a hack first, an incorrect output second.
+        status = "rejected" if run.rejections and v.status == "incorrect" else v.status
+        result.status = status  # type: ignore[assignment]
+        result.reasons = sorted(set(run.rejections)) + [v.reason]
     except WorkerTimeout as e:
         result.status, result.reasons = "timeout", [str(e)]
     except (WorkerGone, ProtocolError) as e:

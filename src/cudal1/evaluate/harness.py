@@ -47,6 +47,10 @@ def set_numerics(device: str, tolerance_mode: str) -> None:
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.benchmark = False
     torch.use_deterministic_algorithms(False)
+    if device == "cpu":
+        # One thread: OpenMP workers on a shared or busy host turn a 0.05 ms convolution into
+        # 40 ms (measured on the 2-core CI machine), which would make every CPU timing noise.
+        torch.set_num_threads(1)
 
 
 def device_env(device: str) -> dict[str, Any]:

@@ -1,0 +1,30 @@
+"""HACKS.md #10 (slowing the baseline) with the patch hidden from the AST rules.
+
+The reference nn.GELU looks up torch.nn.functional.gelu at every call; the candidate swaps it,
+through the module's __dict__ (a subscript store, not an attribute store), for a version that
+does the work four times. Its own forward calls the private op directly. The output is right;
+only the reference timed beside the candidate gets slower.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+_gelu = torch._C._nn.gelu
+
+
+def _slow_gelu(x, approximate="none"):
+    for _ in range(3):
+        _gelu(x, approximate)
+    return _gelu(x, approximate)
+
+
+F.__dict__["gelu"] = _slow_gelu
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return _gelu(x)

@@ -1,0 +1,131 @@
+"""End-to-end evaluator behaviour on the CPU backend: verdicts, isolation, the CLI contract."""
+
+import json
+
+import pytest
+import torch
+
+from cudal1.evaluate import EvalConfig, evaluate
+from cudal1.tasks import load_suite
+
+from .conftest import REPO
+
+GELU = load_suite("bundled", validate=False).get("L1_20")
+FAST = dict(device="cpu", trials=2, timing_budget_s=0.1, min_pairs=7, max_pairs=14)
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+"""
+
+
+def _eval(source, **overrides):
+    return evaluate(GELU, source, EvalConfig(**(FAST | overrides)))
+
+
+def _with_forward(body: str, header: str = "") -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n" + header + "\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n" + "".join(f"        {ln}\n" for ln in body.splitlines())
+    )
+
+
+def test_honest_candidate_is_ok_with_full_record():
+    r = _eval(HONEST)
+    assert r.status == "ok", r.reasons
+    assert r.speedup and r.candidate_ms and r.reference_ms
+    assert r.correctness.passed == r.correctness.trials == 4
+    assert r.correctness.timed_outputs_checked >= 1
+    assert r.timing.reference_clean is not None and len(r.timing.bucket_speedups) == 7
+    assert r.task_hash == GELU.hash and len(r.candidate_hash) == 16
+    assert {"reference", "load", "correctness", "timing", "total"} <= set(r.phase_seconds)
+    assert r.env["torch"]
+
+
+def test_wrong_answer_is_incorrect():
+    r = _eval(_with_forward("return torch.nn.functional.gelu(x) * 1.001"))
+    assert r.status == "incorrect"
+    assert "exceeds" in r.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("source", "status", "reason"),
+    [
+        ("def broken(:\n", "compile_error", "syntax error"),
+        ("import torch\n", "compile_error", "no class ModelNew"),
+        ("import not_a_module_xyz\nclass ModelNew: pass\n", "compile_error", "not_a_module_xyz"),
+        (
+            "import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+            "        raise ValueError('bad init')\n",
+            "runtime_error",
+            "bad init",
+        ),
+    ],
+)
+def test_load_failures(source, status, reason):
+    r = _eval(source)
+    assert r.status == status
+    assert reason in " ".join(r.reasons)
+
+
+def test_segfault_costs_only_the_candidate():
+    r = _eval(_with_forward("faulthandler._sigsegv()\nreturn x", header="import faulthandler"))
+    assert r.status == "runtime_error"
+    assert "SIGSEGV" in r.reasons[0]
+    assert _eval(HONEST).status == "ok"  # the next evaluation runs normally
+
+
+def test_hang_is_a_timeout():
+    r = _eval(_with_forward("while True:\n    pass"), run_timeout_s=6)
+    assert r.status == "timeout"
+
+
+def test_dynamic_exit_is_a_runtime_error():
+    r = _eval(_with_forward("getattr(os, '_e' + 'xit')(0)", header="import os"))
+    assert r.status == "runtime_error"
+    assert "ended" in r.reasons[0]
+
+
+def test_exception_in_forward():
+    r = _eval(_with_forward("return torch.empty(1 << 62)"))
+    assert r.status == "runtime_error"
+
+
+def test_cli_json_contract(cli, tmp_path):
+    cand = tmp_path / "cand.py"
+    cand.write_text(HONEST)
+    code, out, err = cli("eval", "L1_20", str(cand), "--device", "cpu", "--json")
+    assert code == 0, err
+    row = json.loads(out)  # exactly one JSON object, nothing else on stdout
+    for key in (
+        "status reasons flags speedup candidate_ms reference_ms correctness timing provenance "
+        "env task_hash candidate_hash phase_seconds"
+    ).split():
+        assert key in row
+    assert row["status"] == "ok"
+
+
+def test_cli_bad_input_exit_2(cli, tmp_path):
+    code, out, err = cli("eval", "L1_20", str(tmp_path / "missing.py"), "--device", "cpu")
+    assert code == 2 and "does not exist" in err and out == ""
+    bad_task = tmp_path / "task.py"
+    bad_task.write_text("import torch\n")
+    cand = tmp_path / "c.py"
+    cand.write_text(HONEST)
+    code, _, err = cli("eval", str(bad_task), str(cand), "--device", "cpu", "--json")
+    assert code == 2 and "missing Model" in err
+    if not torch.cuda.is_available():
+        code, _, err = cli("eval", "L1_20", str(cand), "--device", "cuda")
+        assert code == 2 and "no CUDA device" in err
+
+
+def test_main_job_example_is_honest():
+    task = load_suite("bundled", validate=False).get("L2_8")
+    source = (REPO / "examples" / "L2_8_fold_batchnorm.py").read_text()
+    r = evaluate(task, source, EvalConfig(**FAST))
+    assert r.status == "ok", r.reasons
