@@ -52,7 +52,9 @@ def load_cases(corpus: str, device: str | None = None) -> list[Case]:
     for row in data.get("case", []):
         row = dict(row)
         status = row.pop("status")
-        case = Case(corpus=corpus, status=tuple([status] if isinstance(status, str) else status), **row)
+        case = Case(
+            corpus=corpus, status=tuple([status] if isinstance(status, str) else status), **row
+        )
         if device is None or case.device == device:
             cases.append(case)
     return cases

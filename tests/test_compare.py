@@ -25,6 +25,7 @@ def test_bf16_and_tf32_like_errors_fail_calibrated_but_pass_kernelbench():
     a, b, y32, y64 = _gemm_outputs()
     low = [(a.bfloat16() @ b.bfloat16()).float()]
     assert not compare(low, y32, y64, calibrate(y32, y64)).ok
+
     # TF32 keeps 10 mantissa bits: emulate by rounding the inputs.
     def tf32(x):
         return (x.view(torch.int32) & ~0x1FFF).view(torch.float32)

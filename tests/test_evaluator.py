@@ -102,10 +102,21 @@ def test_cli_json_contract(cli, tmp_path):
     code, out, err = cli("eval", "L1_20", str(cand), "--device", "cpu", "--json")
     assert code == 0, err
     row = json.loads(out)  # exactly one JSON object, nothing else on stdout
-    for key in (
-        "status reasons flags speedup candidate_ms reference_ms correctness timing provenance "
-        "env task_hash candidate_hash phase_seconds"
-    ).split():
+    for key in [
+        "status",
+        "reasons",
+        "flags",
+        "speedup",
+        "candidate_ms",
+        "reference_ms",
+        "correctness",
+        "timing",
+        "provenance",
+        "env",
+        "task_hash",
+        "candidate_hash",
+        "phase_seconds",
+    ]:
         assert key in row
     assert row["status"] == "ok"
 

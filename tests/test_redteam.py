@@ -34,6 +34,8 @@ def test_redteam_cuda(case):
 def test_corpus_covers_every_hack_class():
     """One adversarial candidate per DESIGN.md hack class at least (HACKS.md numbering 1-38)."""
     covered = {c.hack for c in CPU + CUDA}
-    required = set(range(1, 36)) - {9}  # 9 (aggregate statistics) is the benchmark's, not one eval's
+    required = set(range(1, 36)) - {
+        9
+    }  # 9 (aggregate statistics) is the benchmark's, not one eval's
     assert required <= covered, sorted(required - covered)
     assert len(CPU + CUDA) >= 40

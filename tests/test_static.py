@@ -60,10 +60,14 @@ def test_reference_use_inside_model_new():
 
 
 def test_kernel_names_from_cuda_and_triton():
-    src = HEADER + (
-        "import triton\n@triton.jit\ndef add_kernel(x):\n    pass\n"
-        "cuda = '__global__ void my_gelu(float* x) {}  __global__ __launch_bounds__(256) void red(float* y) {}'\n"
-    ) + MODEL
+    src = (
+        HEADER
+        + (
+            "import triton\n@triton.jit\ndef add_kernel(x):\n    pass\n"
+            "cuda = '__global__ void my_gelu(float* x) {}  __global__ __launch_bounds__(256) void red(float* y) {}'\n"
+        )
+        + MODEL
+    )
     report = analyze(src)
     assert report.kernel_names == ["add_kernel", "my_gelu", "red"]
 
@@ -75,8 +79,12 @@ def test_syntax_error_and_missing_model_new():
 
 
 def test_honest_candidate_has_no_rejecting_flags():
-    src = HEADER + "import torch.nn.functional as F\n" + (
-        "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "    def forward(self, x):\n        return F.gelu(x.contiguous())\n"
+    src = (
+        HEADER
+        + "import torch.nn.functional as F\n"
+        + (
+            "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "    def forward(self, x):\n        return F.gelu(x.contiguous())\n"
+        )
     )
     assert not (analyze(src).names & REJECT_ANY)

@@ -136,7 +136,7 @@ def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None
         # when forward returned is a hack first, an incorrect output second.
         status = "rejected" if run.rejections and v.status == "incorrect" else v.status
         result.status = status  # type: ignore[assignment]
-        result.reasons = sorted(set(run.rejections)) + [v.reason]
+        result.reasons = [*sorted(set(run.rejections)), v.reason]
     except WorkerTimeout as e:
         result.status, result.reasons = "timeout", [str(e)]
     except (WorkerGone, ProtocolError) as e:
