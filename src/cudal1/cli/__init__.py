@@ -13,6 +13,7 @@ import typer
 from cudal1 import __version__
 from cudal1.cli import tasks as tasks_cmd
 from cudal1.cli.eval import eval_command
+from cudal1.cli.optimize import optimize_command
 from cudal1.errors import Cudal1Error
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(tasks_cmd.app, name="tasks")
 app.command("eval")(eval_command)
+app.command("optimize")(optimize_command)
 
 _state = {"debug": False}
 

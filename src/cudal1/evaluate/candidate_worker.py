@@ -108,6 +108,7 @@ class _OpLog(TorchDispatchMode):
 class CandidateRunner:
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.device = msg["device"]
+        self.lock = msg["lock"]
         harness.set_numerics(self.device, msg["tolerance"])
         if self.device == "cuda":
             torch.cuda.init()
@@ -146,6 +147,10 @@ class CandidateRunner:
         return {"status": "ok", "compile_s": compile_s, "init_s": time.perf_counter() - t0}
 
     def correctness(self, msg: dict[str, Any]) -> dict[str, Any]:
+        with harness.device_lock(self.lock):
+            return self._correctness(msg)
+
+    def _correctness(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Run the plan's calls; save each output as it was when the call returned."""
         warm = generate_inputs(self.task_module, msg["warmup_seed"], self.device)
         try:
@@ -197,6 +202,10 @@ class CandidateRunner:
         }
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
+        with harness.device_lock(self.lock):
+            return self._time(msg)
+
+    def _time(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Paired timing: reference and candidate alternate in random order, each call on fresh
         inputs copied into fixed buffers after an L2 flush; a random few candidate outputs are
         saved for the judge."""
@@ -254,6 +263,10 @@ class CandidateRunner:
         }
 
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
+        with harness.device_lock(self.lock):
+            return self._profile(msg)
+
+    def _profile(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Which kernels one call ran (all streams), and which PyTorch ops `forward` executed."""
         inputs = generate_inputs(self.task_module, msg["seed"], self.device)
         log = _OpLog()

@@ -59,6 +59,9 @@ class EvalConfig:
     run_timeout_s: float = 300.0
     build_root: Path = field(default_factory=default_build_root)
     """Per-candidate build directories live here, one per candidate source hash."""
+    lock_dir: Path | None = field(default_factory=lambda: default_build_root().parent / "locks")
+    """Device lock files live here; evaluations running at once take turns on the device for
+    every phase that runs on it (None: no locking, for a caller that serialises itself)."""
     keep_exchange: bool = False
     """Keep the per-evaluation exchange directory (logs, output files) for debugging."""
 
@@ -80,6 +83,8 @@ class EvalConfig:
         if not 1 <= self.buckets <= self.min_pairs <= self.max_pairs:
             raise Cudal1Error("need 1 <= buckets <= min_pairs <= max_pairs")
         self.build_root = Path(self.build_root)
+        if self.lock_dir is not None:
+            self.lock_dir = Path(self.lock_dir)
         if self.slowed_baseline_ratio is None:
             self.slowed_baseline_ratio = 1.15 if self.device == "cuda" else 3.0
 
@@ -89,7 +94,20 @@ class EvalConfig:
             return "cpu" if self.device == "cpu" else "full"
         return self.sizes
 
+    def lock_path(self) -> str | None:
+        """One lock per device: `cuda0.lock` (the current CUDA device) or `cpu.lock`."""
+        if self.lock_dir is None:
+            return None
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        index = (
+            os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+            if self.device == "cuda"
+            else ""
+        )
+        return str(self.lock_dir / f"{self.device}{index}.lock")
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["build_root"] = str(self.build_root)
+        d["lock_dir"] = str(self.lock_dir) if self.lock_dir else None
         return d

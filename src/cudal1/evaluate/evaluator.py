@@ -188,6 +188,7 @@ def _evaluate(run: _Run) -> None:
         "module_mode": cfg.module_mode,
         "tolerance": cfg.tolerance,
         "init_seed": draw(),
+        "lock": cfg.lock_path(),
     }
 
     # 2. judge prepares expected outputs while the candidate compiles -------------------------

@@ -7,6 +7,8 @@ nothing; the parent, which never ran candidate code, decides.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import os
 import re
@@ -36,6 +38,21 @@ WATCHED_ENV = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
 )
+
+
+@contextlib.contextmanager
+def device_lock(path: str | None):
+    """Hold the device's lock file: one evaluation at a time does device work (measurements
+    would otherwise perturb each other). The kernel releases it if the process dies."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def set_numerics(device: str, tolerance_mode: str) -> None:

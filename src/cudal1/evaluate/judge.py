@@ -32,6 +32,11 @@ class Judge:
         self.tolerance: list[OutputTolerance] = []
 
     def prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.lock = msg["lock"]
+        with harness.device_lock(self.lock):
+            return self._prepare(msg)
+
+    def _prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.device = msg["device"]
         self.mode = msg["tolerance"]
         harness.set_numerics(self.device, msg["tolerance"])
@@ -71,6 +76,10 @@ class Judge:
 
     def time_reference(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The reference alone, in a process that never saw candidate code: the clean baseline."""
+        with harness.device_lock(self.lock):
+            return self._time_reference(msg)
+
+    def _time_reference(self, msg: dict[str, Any]) -> dict[str, Any]:
         flush = l2_flusher(self.device)
         seeds = msg["seeds"]
         buffers = generate_inputs(self.task_module, seeds[0], self.device)
@@ -86,6 +95,10 @@ class Judge:
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare candidate output files with the expected outputs of the seeds they answer."""
+        with harness.device_lock(self.lock):
+            return self._judge(msg)
+
+    def _judge(self, msg: dict[str, Any]) -> dict[str, Any]:
         verdicts = []
         for item in msg["items"]:
             seed = item["seed"]

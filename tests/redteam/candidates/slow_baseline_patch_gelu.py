@@ -13,8 +13,8 @@ _gelu = torch._C._nn.gelu
 
 def _slow_gelu(x, approximate="none"):
     for _ in range(2):
-        _gelu(x, approximate)
-    return _gelu(x, approximate)
+        _gelu(x, approximate=approximate)
+    return _gelu(x, approximate=approximate)
 
 
 torch.nn.functional.gelu = _slow_gelu

@@ -2,9 +2,12 @@
 
 The reference nn.GELU looks up torch.nn.functional.gelu at every call; the candidate swaps it,
 through the module's __dict__ (a subscript store, not an attribute store), for a version that
-does the work four times. Its own forward calls the private op directly. The output is right;
+sleeps 3 ms first (10x the
+reference's time). Its own forward calls the private op directly. The output is right;
 only the reference timed beside the candidate gets slower.
 """
+
+import time
 
 import torch
 import torch.nn as nn
@@ -14,9 +17,8 @@ _gelu = torch._C._nn.gelu
 
 
 def _slow_gelu(x, approximate="none"):
-    for _ in range(3):
-        _gelu(x, approximate)
-    return _gelu(x, approximate)
+    time.sleep(0.003)
+    return _gelu(x, approximate=approximate)
 
 
 F.__dict__["gelu"] = _slow_gelu

@@ -2,8 +2,11 @@
 
 The task's reference class is a subclass of nn.Module, so nn.Module.__subclasses__() lists it.
 The candidate rebinds Model.forward (through a loop variable, so no protected name is stored to)
-to run the original three times: the reference timed beside the candidate becomes 3x slower.
+to sleep 3 ms before running the original: the reference timed beside the candidate becomes
+more than 10x slower.
 """
+
+import time
 
 import torch.nn as nn
 import torch.nn.functional as F
@@ -11,8 +14,7 @@ import torch.nn.functional as F
 
 def _slowed(orig):
     def forward(self, *args):
-        orig(self, *args)
-        orig(self, *args)
+        time.sleep(0.003)
         return orig(self, *args)
 
     return forward

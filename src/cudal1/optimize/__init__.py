@@ -1,0 +1,14 @@
+"""Optimize: the contrastive search loop with fixed model weights (`cudal1 optimize`)."""
+
+from cudal1.optimize.loop import OptimizeConfig, Optimizer, OptimizeSummary, RoundSummary
+from cudal1.optimize.outputs import write_outputs
+from cudal1.optimize.review import Reviewer
+
+__all__ = [
+    "OptimizeConfig",
+    "OptimizeSummary",
+    "Optimizer",
+    "Reviewer",
+    "RoundSummary",
+    "write_outputs",
+]

@@ -1,0 +1,144 @@
+"""End-to-end: `cudal1 optimize` with the replay policy on a bundled task, on the CPU."""
+
+import json
+
+import pytest
+
+from .conftest import REPO
+
+FOLDED = (REPO / "examples" / "L2_8_fold_batchnorm.py").read_text()
+INIT = """
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, padding=kernel_size // 2)
+        self.bn = nn.BatchNorm2d(out_channels)
+        with torch.no_grad():
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.5, 0.5)
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+"""
+HEAD = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):" + INIT
+SLOW = (
+    HEAD
+    + "\n    def forward(self, x):\n        y = self.conv(x)\n        for _ in range(4):\n            y = self.conv(x)\n        return torch.relu(self.bn(y))\n"
+)
+SAME = HEAD + "\n    def forward(self, x):\n        return torch.relu(self.bn(self.conv(x)))\n"
+WRONG = HEAD + "\n    def forward(self, x):\n        return torch.relu(self.conv(x))\n"
+
+
+def answer(code: str, note: str = "") -> str:
+    return f"## Performance analysis\n{note}\n\n## Algorithm design\nSee code.\n\n## Code\n```python\n{code}```\n"
+
+
+ROUNDS = [
+    [answer(SLOW, "slow"), "I do not know."],
+    [answer(SAME, "same as reference"), answer(WRONG, "forgot BN")],
+    [answer(FOLDED, "fold BN into the conv")],
+]
+
+
+def _replay(path, rounds):
+    lines = [json.dumps({"response": a, "task": "L2_8"}) for r in rounds for a in r]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_optimize_replay_three_rounds_and_resume(cli, tmp_path):
+    out = tmp_path / "run"
+    # First invocation: answers for two rounds only; the run stops when the replay runs dry.
+    first = _replay(tmp_path / "first.jsonl", [ROUNDS[0], ROUNDS[1]])
+    code, _, err = cli(
+        "optimize",
+        "L2_8",
+        "--llm",
+        f"replay:{first}",
+        "--rounds",
+        "3",
+        "--samples",
+        "2",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    )
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["round"] for r in summary["rounds"]] == [0, 1]
+
+    from cudal1.exemplars import ExemplarDB
+
+    db = ExemplarDB(out / "exemplars.db")
+    rows = db.exemplars("L2_8")
+    assert len(rows) == 1 + 4  # reference + every answer, the unparsed one included
+    statuses = sorted(e.status for e in rows)
+    assert statuses == ["incorrect", "ok", "ok", "ok", "unparsed"]
+    best_after_two = db.best("L2_8").speedup
+    round1 = [e for e in rows if e.step == 1]
+    assert all(e.parents for e in round1)  # prompts showed exemplars, recorded as parents
+
+    # Second invocation resumes at round 2 with the remaining answer.
+    second = _replay(tmp_path / "second.jsonl", [ROUNDS[2]])
+    code, _stdout, err = cli(
+        "optimize",
+        "L2_8",
+        "--llm",
+        f"replay:{second}",
+        "--rounds",
+        "3",
+        "--samples",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    )
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["round"] for r in summary["rounds"]] == [2]
+    best = db.best("L2_8")
+    assert "folded_weight" in best.code and best.speedup > best_after_two
+    assert (out / "best.py").read_text() == best.code
+    report = (out / "report.md").read_text()
+    assert "Resumed after round 2" in report and "incorrect" in report
+
+
+def test_prompt_sees_scores_of_the_database(tmp_path):
+    """The exemplars a round shows come from the database with their measured scores."""
+    import asyncio
+
+    from cudal1.evaluate.result import EvalResult
+    from cudal1.exemplars import ExemplarDB
+    from cudal1.optimize import OptimizeConfig, Optimizer
+    from cudal1.policy import ReplayPolicy
+    from cudal1.tasks import load_suite
+
+    task = load_suite("bundled", validate=False).get("L2_8")
+    db = ExemplarDB(tmp_path / "x.db")
+    db.ensure_reference(task)
+    ok = EvalResult(
+        status="ok",
+        task_id=task.id,
+        task_hash=task.hash,
+        candidate_hash="h",
+        device="cpu",
+        policy="any",
+        tolerance_mode="calibrated",
+        speedup=2.34,
+    )
+    db.add(task, SAME, ok)
+    seen = []
+
+    class Recording(ReplayPolicy):
+        async def complete(self, prompt, n):
+            seen.append(prompt)
+            return await super().complete(prompt, n)
+
+    policy = Recording(_replay(tmp_path / "r.jsonl", [["no code"]]))
+    opt = Optimizer(
+        task, policy, db, lambda t, s: ok, OptimizeConfig(rounds=1, samples=1, device="cpu")
+    )
+    asyncio.run(opt.run())
+    text = seen[0].messages[-1]["content"]
+    assert "speedup 2.34" in text and "speedup 1.00" in text
