@@ -12,6 +12,7 @@ import typer
 
 from cudal1 import __version__
 from cudal1.cli import tasks as tasks_cmd
+from cudal1.cli.bench import bench_command, report_command
 from cudal1.cli.eval import eval_command
 from cudal1.cli.optimize import optimize_command
 from cudal1.errors import Cudal1Error
@@ -27,6 +28,8 @@ app = typer.Typer(
 app.add_typer(tasks_cmd.app, name="tasks")
 app.command("eval")(eval_command)
 app.command("optimize")(optimize_command)
+app.command("bench")(bench_command)
+app.command("report")(report_command)
 
 _state = {"debug": False}
 

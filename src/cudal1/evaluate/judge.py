@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from cudal1.evaluate import harness
+from cudal1.evaluate.baselines import baseline_callable, measure_ceilings
 from cudal1.evaluate.compare import (
     OutputTolerance,
     calibrate,
@@ -80,18 +81,59 @@ class Judge:
             return self._time_reference(msg)
 
     def _time_reference(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"ms": self._time_fn(self.model, msg["seeds"], msg["warmup"])}
+
+    def _time_fn(
+        self, fn: Any, seeds: list[int], warmup: int, buffers: list[Any] | None = None
+    ) -> list[float]:
+        """The evaluator's protocol: fresh inputs copied into fixed buffers, L2 flushed, events."""
         flush = l2_flusher(self.device)
-        seeds = msg["seeds"]
-        buffers = generate_inputs(self.task_module, seeds[0], self.device)
+        if buffers is None:
+            buffers = generate_inputs(self.task_module, seeds[0], self.device)
         samples = []
         with torch.no_grad():
-            for _ in range(msg["warmup"]):
-                time_call(self.device, self.model, buffers)
+            for _ in range(warmup):
+                time_call(self.device, fn, buffers)
             for seed in seeds:
                 harness.refill(buffers, generate_inputs(self.task_module, seed, self.device))
                 flush()
-                samples.append(time_call(self.device, self.model, buffers).ms)
-        return {"ms": samples}
+                samples.append(time_call(self.device, fn, buffers).ms)
+        return samples
+
+    def baselines(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The reference as eager, torch.compile (default, reduce-overhead) and a CUDA-graph
+        replay of eager, each timed by the same protocol; a kind that fails says why."""
+        out: dict[str, Any] = {}
+        with harness.device_lock(self.lock):
+            for kind in msg["kinds"]:
+                try:
+                    buffers = generate_inputs(self.task_module, msg["seeds"][0], self.device)
+                    fn = baseline_callable(kind, self.model, buffers, self.device)
+                    out[kind] = {"ms": self._time_fn(fn, msg["seeds"], msg["warmup"], buffers)}
+                except Exception as e:  # recorded, never silently dropped
+                    out[kind] = {"error": f"{type(e).__name__}: {str(e)[:400]}"}
+        return {"baselines": out}
+
+    def roofline(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """FLOPs of one forward (PyTorch's counter) and the fewest bytes it must move."""
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with harness.device_lock(self.lock):
+            inputs = generate_inputs(self.task_module, msg["seed"], self.device)
+            counter = FlopCounterMode(display=False)
+            with counter, torch.no_grad():
+                out = self.model(*inputs)
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        tensors += list(self.model.parameters()) + list(self.model.buffers())
+        tensors += flatten_outputs(out)[0]
+        return {
+            "flops": int(counter.get_total_flops()),
+            "bytes": int(sum(t.numel() * t.element_size() for t in tensors)),
+        }
+
+    def ceilings(self, msg: dict[str, Any]) -> dict[str, Any]:
+        with harness.device_lock(self.lock):
+            return measure_ceilings(self.device)
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Compare candidate output files with the expected outputs of the seeds they answer."""
@@ -133,7 +175,14 @@ class Judge:
 def main() -> None:
     judge = Judge()
     serve(
-        {"prepare": judge.prepare, "time_reference": judge.time_reference, "judge": judge.judge},
+        {
+            "prepare": judge.prepare,
+            "time_reference": judge.time_reference,
+            "judge": judge.judge,
+            "baselines": judge.baselines,
+            "roofline": judge.roofline,
+            "ceilings": judge.ceilings,
+        },
         int(sys.argv[1]),
     )
 

@@ -1,0 +1,121 @@
+"""`cudal1 bench` and `cudal1 report`: a suite against a set of solutions, and its report."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cudal1.cli.common import resolve_device
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate import EvalConfig
+from cudal1.evaluate.baselines import BASELINES
+from cudal1.report.bench import BenchConfig, done_ids, read_solutions, run_bench
+from cudal1.report.summary import load_rows, refused, summary
+from cudal1.tasks import load_suite
+
+console = Console()
+
+
+def bench_command(
+    suite: str = typer.Argument(
+        "bundled", help="'bundled', a KernelBench directory, or a CUDA-L1 .jsonl file."
+    ),
+    solutions: str = typer.Option(
+        ..., help="CUDA-L1 .jsonl file, a directory of TASK_ID.py files, or db:PATH."
+    ),
+    device: str = typer.Option("auto", help="cuda, cpu, or auto."),
+    policy: str = typer.Option("any", help="any or kernel."),
+    tolerance: str = typer.Option("calibrated", help="calibrated or kernelbench."),
+    baselines: str = typer.Option("eager", help=f"Comma-separated from {','.join(BASELINES)}."),
+    out: Path = typer.Option(Path("runs/bench"), help="Run directory (results.jsonl, report)."),
+    resume: bool = typer.Option(True, help="Skip solutions already in RUN_DIR/results.jsonl."),
+    jobs: int = typer.Option(4, help="Evaluations in flight; device phases take turns."),
+    level: int = typer.Option(None, help="Only tasks of this level."),
+    tasks: str = typer.Option(None, help="Only these task ids (comma-separated)."),
+) -> None:
+    """Evaluate every solution of SOURCE on SUITE; rows stream to RUN_DIR/results.jsonl."""
+    kinds = [k.strip() for k in baselines.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in BASELINES]
+    if unknown:
+        raise Cudal1Error(f"unknown baseline {unknown[0]!r}: choose from {', '.join(BASELINES)}")
+    the_suite = load_suite(suite)
+    sols = read_solutions(solutions)
+    if level is not None:
+        by_id = {t.id: t.level for t in the_suite.tasks}
+        sols = [s for s in sols if by_id.get(s.task_id or "") == level]
+    if tasks:
+        wanted = {t.strip() for t in tasks.split(",")}
+        sols = [s for s in sols if s.task_id in wanted]
+    config = BenchConfig(
+        eval=EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance),  # type: ignore[arg-type]
+        baselines=kinds,
+        jobs=jobs,
+        resume=resume,
+    )
+    already = (
+        len(done_ids(out / "results.jsonl") & {s.task_id or s.origin for s in sols})
+        if resume
+        else 0
+    )
+    counts = {"ok": 0, "failed": 0, "rejected": 0}
+    logs: list[float] = []
+    with Progress(
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task("bench", total=len(sols), completed=already, note="")
+
+        def on_row(row: dict) -> None:
+            status = (row.get("result") or {}).get("status")
+            if status == "ok":
+                counts["ok"] += 1
+                logs.append(math.log(max(row["result"]["speedup"], 1e-9)))
+            elif status == "rejected":
+                counts["rejected"] += 1
+            else:
+                counts["failed"] += 1
+            geo = math.exp(sum(logs) / len(logs)) if logs else float("nan")
+            progress.update(
+                bar,
+                advance=1,
+                note=f"ok {counts['ok']} failed {counts['failed']} rejected {counts['rejected']} geomean {geo:.3f}x",
+            )
+
+        results = run_bench(the_suite, sols, out, config, on_row)
+    rows = load_rows(results)
+    overall = summary(rows, kinds)["overall"]["eager"] if "eager" in kinds else None
+    console.print(f"{len(rows)} rows in {results}")
+    if overall:
+        for rule in ("paper", "strict"):
+            s = overall[rule]
+            geo = f"{s['geomean']:.3f}" if s.get("geomean") else "-"
+            console.print(
+                f"{rule:6} rule vs eager: correct {s['correct']}/{s['tasks']}, mean {s['mean']:.3f}, "
+                f"median {s['median']:.3f}, geomean {geo}"
+            )
+    console.print(
+        f"refused or flagged: {len(refused(rows))}; `cudal1 report {out} --html` for the report"
+    )
+
+
+def report_command(
+    run_dir: Path = typer.Argument(..., help="A bench run directory (holds results.jsonl)."),
+    html: bool = typer.Option(False, "--html", help="Also write a self-contained report.html."),
+) -> None:
+    """Write RUN_DIR/report.md (and report.html): tables, plots, refusals, code side by side."""
+    from cudal1.report.render import write_report
+
+    if not (run_dir / "results.jsonl").is_file():
+        raise Cudal1Error(
+            f"{run_dir} holds no results.jsonl: run `cudal1 bench ... --out {run_dir}` first"
+        )
+    for path in write_report(run_dir, html):
+        console.print(f"wrote {path}")

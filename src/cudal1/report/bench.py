@@ -1,0 +1,213 @@
+"""`cudal1 bench`: every (task, solution) pair of a suite through the evaluator, streamed to
+`RUN_DIR/results.jsonl` as each finishes, so an interrupted run resumes where it stopped.
+
+Solutions come from a CUDA-L1 release file (JSON lines; `custom_code` null or "None" means no
+submission; the paper's own scores are kept to audit them), a directory of candidate files
+named by task id (`L1_3.py`), or an exemplar database's best per task (`db:PATH`). A bad entry
+(malformed line, unknown task, missing code) becomes a row with an `error`, never an abort.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate import EvalConfig, evaluate
+from cudal1.evaluate.baselines import measure_task, roofline_ms
+from cudal1.report.techniques import tag_techniques
+from cudal1.tasks import Suite, Task
+
+PAPER_SCORES = (
+    "score_default",
+    "score_torch_compile_default",
+    "score_torch_compile_reduce_overhead",
+    "score_cuda_graph",
+)
+"""CUDA-L1's reported speedups against eager, compile, compile reduce-overhead, CUDA graphs."""
+BASELINE_OF_SCORE = dict(
+    zip(PAPER_SCORES, ("eager", "compile", "compile-ro", "cudagraph"), strict=True)
+)
+
+
+@dataclass
+class Solution:
+    task_id: str | None
+    code: str | None
+    origin: str
+    error: str | None = None
+    claimed: dict[str, float] = field(default_factory=dict)
+    """The source's own reported speedups (CUDA-L1's scores), by baseline."""
+
+
+def read_solutions(source: str) -> list[Solution]:
+    """Solutions from a CUDA-L1 JSON-lines file, a directory of TASK_ID.py files, or db:PATH."""
+    if source.startswith("db:"):
+        from cudal1.exemplars import ExemplarDB
+
+        db = ExemplarDB(source.removeprefix("db:"))
+        out = []
+        for task_id in db.task_ids():
+            best = db.best(task_id)
+            if best is not None and not best.is_reference:
+                out.append(Solution(task_id, best.code, f"{source}#{best.id}"))
+        return out
+    path = Path(source)
+    if path.is_dir():
+        return [
+            Solution(p.stem, p.read_text(encoding="utf-8", errors="replace"), str(p))
+            for p in sorted(path.glob("*.py"))
+        ]
+    if not path.is_file():
+        raise Cudal1Error(
+            f"solutions {source!r} not found: give a CUDA-L1 .jsonl file, a directory of "
+            "TASK_ID.py files, or db:PATH"
+        )
+    out = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        origin = f"{path}:{lineno}"
+        try:
+            row = json.loads(line)
+            task_id = f"L{int(row['level_id'])}_{int(row['task_id'])}"
+        except (ValueError, KeyError, TypeError) as e:
+            out.append(Solution(None, None, origin, f"malformed entry ({type(e).__name__}: {e})"))
+            continue
+        code = row.get("custom_code")
+        claimed = {
+            BASELINE_OF_SCORE[k]: float(row[k])
+            for k in PAPER_SCORES
+            if isinstance(row.get(k), (int, float)) and row.get(k) is not None
+        }
+        if code in (None, "", "None"):
+            out.append(Solution(task_id, None, origin, "no submission", claimed))
+        else:
+            out.append(Solution(task_id, str(code), origin, None, claimed))
+    return out
+
+
+@dataclass(kw_only=True)
+class BenchConfig:
+    eval: EvalConfig
+    baselines: list[str] = field(default_factory=lambda: ["eager"])
+    jobs: int = 4
+    """Evaluations in flight (device phases take turns on the device lock)."""
+    resume: bool = True
+
+
+def done_ids(results: Path) -> set[str]:
+    if not results.is_file():
+        return set()
+    ids = set()
+    for line in results.read_text().splitlines():
+        try:
+            ids.add(json.loads(line)["key"])
+        except (ValueError, KeyError):
+            continue  # a line cut short by an interruption is redone
+    return ids
+
+
+def run_bench(
+    suite: Suite,
+    solutions: list[Solution],
+    out_dir: Path,
+    config: BenchConfig,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> Path:
+    """Evaluate every solution; append one JSON row per solution to out_dir/results.jsonl."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = out_dir / "results.jsonl"
+    if not config.resume and results.exists():
+        results.unlink()
+    skip = done_ids(results)
+    tasks = {t.id: t for t in suite.tasks}
+    todo = [s for s in solutions if _key(s) not in skip]
+    (out_dir / "run.json").write_text(
+        json.dumps(
+            {"suite": suite.name, "eval": config.eval.to_dict(), "baselines": config.baselines},
+            indent=1,
+        )
+    )
+    write_lock = threading.Lock()
+
+    def one(sol: Solution) -> dict[str, Any]:
+        task = tasks.get(sol.task_id or "")
+        row = _row(sol, task)
+        if task is None and sol.error is None:
+            row["error"] = f"task {sol.task_id} is not in suite {suite.name}"
+        if row["error"] is None and task is not None and sol.code is not None:
+            result = evaluate(task, sol.code, config.eval)
+            row["result"] = result.to_dict()
+            row["techniques"] = tag_techniques(sol.code, result.flags)
+        if task is not None:
+            row |= _measurements(task, config, row.get("result"))
+        return row
+
+    with results.open("a") as f, ThreadPoolExecutor(config.jobs) as pool:
+        futures = [pool.submit(one, s) for s in todo]
+        for fut in as_completed(futures):
+            row = fut.result()
+            with write_lock:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+            if on_row:
+                on_row(row)
+    return results
+
+
+def _key(sol: Solution) -> str:
+    return sol.task_id or sol.origin
+
+
+def _row(sol: Solution, task: Task | None) -> dict[str, Any]:
+    return {
+        "key": _key(sol),
+        "task_id": sol.task_id,
+        "origin": sol.origin,
+        "level": task.level if task else None,
+        "name": task.name if task else None,
+        "split": task.split if task else None,
+        "error": sol.error,
+        "claimed": sol.claimed,
+        "result": None,
+        "techniques": [],
+        "code": sol.code,
+    }
+
+
+def _measurements(task: Task, config: BenchConfig, result: dict[str, Any] | None) -> dict[str, Any]:
+    """Baselines and roofline for the row; a failure to measure is recorded, not raised."""
+    try:
+        m = measure_task(task, config.baselines, config.eval)
+    except Cudal1Error as e:
+        return {"baselines": {}, "roofline": None, "measure_error": str(e)}
+    floor = roofline_ms(m["roofline"], m["ceilings"], config.eval.tolerance == "kernelbench")
+    speedups: dict[str, float | None] = {}
+    cand_ms = result.get("candidate_ms") if result and result.get("status") == "ok" else None
+    for kind, b in m["baselines"].items():
+        if kind == "eager" and result and result.get("speedup"):
+            speedups[kind] = result["speedup"]  # the paired measurement, more precise
+        elif cand_ms and "median_ms" in b:
+            speedups[kind] = b["median_ms"] / cand_ms
+        else:
+            speedups[kind] = None
+    roof = {
+        **m["roofline"],
+        "floor_ms": floor,
+        "fraction": (floor / cand_ms) if floor and cand_ms else None,
+        "beyond": bool(
+            floor and cand_ms and config.eval.device == "cuda" and cand_ms < 0.9 * floor
+        ),
+    }
+    return {
+        "baselines": m["baselines"],
+        "speedups": speedups,
+        "roofline": roof,
+        "ceilings": m["ceilings"],
+    }

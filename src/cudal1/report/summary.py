@@ -1,0 +1,157 @@
+"""Paper-style summary statistics over a bench run's rows.
+
+Two counting rules, both labelled in every table:
+- `paper`: a missing, failing or rejected task counts as 1.0x (CUDA-L1's convention);
+- `strict`: it counts as a failure: 0x in the mean and quantiles, never "fast"; the geometric
+  mean is then taken over correct tasks only (and says how many).
+fast_p is the fraction of all tasks that are correct and faster than p times the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+FAST_P = (1.0, 1.2, 2.0)
+RULES = ("paper", "strict")
+
+
+def load_rows(path) -> list[dict[str, Any]]:
+    import json
+    from pathlib import Path
+
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def speedup_of(row: dict[str, Any], baseline: str) -> float | None:
+    """The measured speedup against `baseline`, or None when the row failed or was refused."""
+    result = row.get("result")
+    if not result or result.get("status") != "ok":
+        return None
+    return (row.get("speedups") or {}).get(baseline) or (
+        result.get("speedup") if baseline == "eager" else None
+    )
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0]
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _geomean(xs: Iterable[float]) -> float | None:
+    xs = [x for x in xs if x > 0]
+    return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
+
+
+def stats(rows: list[dict[str, Any]], baseline: str, rule: str) -> dict[str, Any]:
+    measured = [speedup_of(r, baseline) for r in rows]
+    correct = [s for s in measured if s is not None]
+    fill = 1.0 if rule == "paper" else 0.0
+    values = [s if s is not None else fill for s in measured]
+    if not values:
+        return {"tasks": 0}
+    geo = _geomean(values) if rule == "paper" else _geomean(correct)
+    return {
+        "tasks": len(values),
+        "correct": len(correct),
+        "mean": statistics.fmean(values),
+        "max": max(values),
+        "p75": _quantile(values, 0.75),
+        "median": _quantile(values, 0.5),
+        "p25": _quantile(values, 0.25),
+        "geomean": geo,
+        "geomean_over": len(values) if rule == "paper" else len(correct),
+        "above_1.01": sum(s > 1.01 for s in correct),
+        **{f"fast_{p:g}": sum(s > p for s in correct) / len(values) for p in FAST_P},
+    }
+
+
+def groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """overall, per level, and per split (train / heldout), in that order."""
+    scored = [r for r in rows if r.get("level") is not None]
+    out = {"overall": scored}
+    for level in sorted({r["level"] for r in scored}):
+        out[f"level {level}"] = [r for r in scored if r["level"] == level]
+    for split in ("train", "heldout"):
+        part = [r for r in scored if r.get("split") == split]
+        if part:
+            out[split] = part
+    return out
+
+
+def summary(rows: list[dict[str, Any]], baselines: list[str]) -> dict[str, Any]:
+    return {
+        name: {b: {rule: stats(part, b, rule) for rule in RULES} for b in baselines}
+        for name, part in groups(rows).items()
+    }
+
+
+def refused(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose solution cudal1 did not accept as an honest speedup, with why; entries that
+    the source itself claimed as speedups (CUDA-L1's score > 1) are marked."""
+    out = []
+    for r in rows:
+        result = r.get("result") or {}
+        status = result.get("status")
+        claimed = (r.get("claimed") or {}).get("eager")
+        beyond = (r.get("roofline") or {}).get("beyond")
+        if status == "ok" and not beyond:
+            continue
+        if status is None and r.get("error") == "no submission":
+            continue
+        reasons = result.get("reasons") or ([r["error"]] if r.get("error") else [])
+        if beyond:
+            reasons = [*reasons, "faster than the roofline allows"]
+        out.append(
+            {
+                "task_id": r.get("task_id") or r.get("key"),
+                "status": status or "error",
+                "reasons": reasons,
+                "flags": result.get("flags", []),
+                "claimed": claimed,
+                "claimed_speedup": claimed is not None and claimed > 1.0,
+            }
+        )
+    return out
+
+
+def refusal_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Refused rows by their first reason's kind (the flag name, or the status)."""
+    counts: dict[str, int] = {}
+    for r in refused(rows):
+        first = r["reasons"][0] if r["reasons"] else r["status"]
+        kind = first.split(":", 1)[0] if ":" in first[:40] else r["status"]
+        key = f"{r['status']}: {kind}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def technique_table(rows: list[dict[str, Any]], baseline: str = "eager") -> list[dict[str, Any]]:
+    """Per technique: how many correct solutions use it, and their median and geomean speedup."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        s = speedup_of(r, baseline)
+        if s is None:
+            continue
+        for t in r.get("techniques") or []:
+            by.setdefault(t, []).append(s)
+    return sorted(
+        (
+            {"technique": t, "n": len(v), "median": statistics.median(v), "geomean": _geomean(v)}
+            for t, v in by.items()
+        ),
+        key=lambda d: -d["n"],
+    )
