@@ -47,9 +47,11 @@ def bench_command(
     if level is not None:
         by_id = {t.id: t.level for t in the_suite.tasks}
         sols = [s for s in sols if by_id.get(s.task_id or "") == level]
+    covered = {t.id for t in the_suite.tasks if level is None or t.level == level}
     if tasks:
         wanted = {t.strip() for t in tasks.split(",")}
         sols = [s for s in sols if s.task_id in wanted]
+        covered &= wanted
     config = BenchConfig(
         eval=EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance),  # type: ignore[arg-type]
         baselines=kinds,
@@ -71,7 +73,8 @@ def bench_command(
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        bar = progress.add_task("bench", total=len(sols), completed=already, note="")
+        total = len(sols) + len(covered - {s.task_id for s in sols})
+        bar = progress.add_task("bench", total=total, completed=already, note="")
 
         def on_row(row: dict) -> None:
             status = (row.get("result") or {}).get("status")
@@ -89,7 +92,7 @@ def bench_command(
                 note=f"ok {counts['ok']} failed {counts['failed']} rejected {counts['rejected']} geomean {geo:.3f}x",
             )
 
-        results = run_bench(the_suite, sols, out, config, on_row)
+        results = run_bench(the_suite, sols, out, config, on_row, covered)
     rows = load_rows(results)
     overall = summary(rows, kinds)["overall"]["eager"] if "eager" in kinds else None
     console.print(f"{len(rows)} rows in {results}")

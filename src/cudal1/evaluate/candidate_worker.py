@@ -109,6 +109,8 @@ class CandidateRunner:
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.device = msg["device"]
         self.lock = msg["lock"]
+        os.chdir(msg["workdir"])
+        os.environ.update(msg["env"])  # this candidate's own build directories
         harness.set_numerics(self.device, msg["tolerance"])
         if self.device == "cuda":
             torch.cuda.init()

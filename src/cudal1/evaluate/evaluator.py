@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -75,8 +75,9 @@ class _Run:
     judge: Worker | None = None
     worker: Worker | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    seeds: dict[str, Any] = field(default_factory=dict)
     rejections: list[str] = field(default_factory=list)
+    build_env: dict[str, str] = field(default_factory=dict)
+    compile_slot: Any = None
 
     def phase(self, name: str, t0: float) -> None:
         self.result.phase_seconds[name] = round(time.perf_counter() - t0, 4)
@@ -87,10 +88,40 @@ class _Run:
             self.rejections.append(flag)
 
 
-def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None) -> EvalResult:
+class FreshWorkers:
+    """Start a judge and a candidate process for each evaluation (the default)."""
+
+    def __init__(self, device: str) -> None:
+        self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {}
+
+    def take(self, role: str, workdir: Path) -> Worker:
+        return spawn(role, workdir, self.env)
+
+    @contextlib.contextmanager
+    def compile_slot(self):
+        yield
+
+
+class WorkerSource(Protocol):
+    """Where the two processes of an evaluation come from (fresh, or a pre-started pool)."""
+
+    def take(self, role: str, workdir: Path) -> Worker: ...
+
+    def compile_slot(self) -> contextlib.AbstractContextManager[Any]: ...
+
+
+def evaluate(
+    task: Task,
+    candidate_source: str,
+    config: EvalConfig | None = None,
+    *,
+    workers: WorkerSource | None = None,
+) -> EvalResult:
     """Evaluate one candidate against one task. Raises `Cudal1Error` only when no evaluation
-    could be carried out (no GPU for `device="cuda"`, a reference that fails on its own)."""
+    could be carried out (no GPU for `device="cuda"`, a reference that fails on its own).
+    `workers` supplies the processes (default: fresh ones; `WorkerPool`: pre-started)."""
     config = config or EvalConfig()
+    workers = workers or FreshWorkers(config.device)
     if config.device == "cuda" and not torch.cuda.is_available():
         raise Cudal1Error("device cuda requested but no CUDA device is visible: use --device cpu")
     t_total = time.perf_counter()
@@ -113,21 +144,16 @@ def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None
         return result
 
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-eval-", dir=_scratch_root()))
-    run = _Run(config, task, result, static, workdir)
+    run = _Run(config, task, result, static, workdir, compile_slot=workers.compile_slot)
     build_dir = config.build_root / result.candidate_hash
+    run.build_env = {
+        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(build_dir / "triton"),
+    }
     try:
         (workdir / "candidate.py").write_text(candidate_source)
-        threads = {"OMP_NUM_THREADS": "1"} if config.device == "cpu" else {}
-        run.judge = spawn("judge", workdir, env=threads)
-        run.worker = spawn(
-            "candidate_worker",
-            workdir,
-            env={
-                **threads,
-                "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
-                "TRITON_CACHE_DIR": str(build_dir / "triton"),
-            },
-        )
+        run.judge = workers.take("judge", workdir)
+        run.worker = workers.take("candidate_worker", workdir)
         _evaluate(run)
         result.status = "rejected" if run.rejections else "ok"  # type: ignore[assignment]
         result.reasons = sorted(set(run.rejections))
@@ -147,6 +173,9 @@ def evaluate(task: Task, candidate_source: str, config: EvalConfig | None = None
                 w.kill()
         if run.worker is not None:
             result.log_tail = run.worker.log_tail()
+        for w in (run.worker, run.judge):
+            if w is not None:
+                w.discard_log()
         if result.status in ("compile_error", "timeout") and "load" not in result.phase_seconds:
             shutil.rmtree(build_dir, ignore_errors=True)  # never leave a half-built directory
         if not config.keep_exchange:
@@ -189,6 +218,7 @@ def _evaluate(run: _Run) -> None:
         "tolerance": cfg.tolerance,
         "init_seed": draw(),
         "lock": cfg.lock_path(),
+        "workdir": str(run.workdir),
     }
 
     # 2. judge prepares expected outputs while the candidate compiles -------------------------
@@ -202,20 +232,22 @@ def _evaluate(run: _Run) -> None:
         int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]
     ]
     t0 = time.perf_counter()
-    run.worker.send(
-        {
-            "cmd": "load",
-            **common,
-            "candidate_path": str(run.workdir / "candidate.py"),
-            "output_bytes": output_bytes,
-        }
-    )
-    clean_seeds = [draw() for _ in range(_pairs(cfg, None))]
-    if cfg.device == "cuda":  # the GPU is idle while the candidate compiles: time the baseline
-        clean = run.judge.request(
-            {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
+    with run.compile_slot():
+        run.worker.send(
+            {
+                "cmd": "load",
+                **common,
+                "candidate_path": str(run.workdir / "candidate.py"),
+                "output_bytes": output_bytes,
+                "env": run.build_env,
+            }
         )
-    loaded = run.worker.recv(cfg.compile_timeout_s)
+        clean_seeds = [draw() for _ in range(_pairs(cfg, None))]
+        if cfg.device == "cuda":  # the GPU is idle while the candidate compiles: time the baseline
+            clean = run.judge.request(
+                {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
+            )
+        loaded = run.worker.recv(cfg.compile_timeout_s)
     _check_answer(loaded, "load")
     run.phase("load", t0)
     res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)

@@ -8,6 +8,7 @@ Run as `python -m cudal1.evaluate.judge RESULT_FD` by the evaluator.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -34,6 +35,7 @@ class Judge:
 
     def prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.lock = msg["lock"]
+        os.chdir(msg["workdir"])
         with harness.device_lock(self.lock):
             return self._prepare(msg)
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import traceback
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,10 @@ class Worker:
         except OSError:
             return ""
 
+    def discard_log(self) -> None:
+        with contextlib.suppress(OSError):
+            self.log_path.unlink()
+
     def kill(self) -> None:
         """End the worker and everything it started (compilers included)."""
         if self.proc.poll() is None:
@@ -128,10 +133,11 @@ class Worker:
             os.close(self.result_fd)
 
 
-def spawn(role: str, workdir: Path, env: dict[str, str] | None = None) -> Worker:
-    """Start `python -m cudal1.evaluate.<role>` in its own process group."""
+def spawn(role: str, log_dir: Path, env: dict[str, str] | None = None) -> Worker:
+    """Start `python -m cudal1.evaluate.<role>` in its own process group. It imports torch and
+    waits for its first command, which names the directory it works in."""
     read_fd, write_fd = os.pipe()
-    log_path = workdir / f"{role}.log"
+    log_path = log_dir / f"{role}-{uuid.uuid4().hex[:12]}.log"
     log = log_path.open("wb")
     proc_env = dict(os.environ)
     proc_env.update(env or {})
@@ -143,7 +149,7 @@ def spawn(role: str, workdir: Path, env: dict[str, str] | None = None) -> Worker
             stdout=log,
             stderr=subprocess.STDOUT,
             pass_fds=(write_fd,),
-            cwd=workdir,
+            cwd=log_dir,
             env=proc_env,
             start_new_session=True,
         )
@@ -154,7 +160,12 @@ def spawn(role: str, workdir: Path, env: dict[str, str] | None = None) -> Worker
 
 
 def serve(handlers: dict[str, Any], result_fd: int) -> None:
-    """Worker side: answer commands from stdin until `stop` or end of input."""
+    """Worker side: answer commands from stdin until `stop` or end of input. A pre-started
+    worker initialises CUDA before its first command when CUDAL1_WARM=cuda."""
+    if os.environ.get("CUDAL1_WARM") == "cuda":
+        import torch
+
+        torch.cuda.init()
     out = os.fdopen(result_fd, "w", buffering=1)
     for line in sys.stdin:
         message = json.loads(line)

@@ -81,15 +81,23 @@ def read_solutions(source: str) -> list[Solution]:
             continue
         code = row.get("custom_code")
         claimed = {
-            BASELINE_OF_SCORE[k]: float(row[k])
-            for k in PAPER_SCORES
-            if isinstance(row.get(k), (int, float)) and row.get(k) is not None
+            BASELINE_OF_SCORE[k]: v for k in PAPER_SCORES if (v := _score(row.get(k))) is not None
         }
         if code in (None, "", "None"):
             out.append(Solution(task_id, None, origin, "no submission", claimed))
         else:
             out.append(Solution(task_id, str(code), origin, None, claimed))
     return out
+
+
+def _score(value: Any) -> float | None:
+    """A reported speedup as a float (numbers or numeric strings; booleans and junk are None)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 @dataclass(kw_only=True)
@@ -119,21 +127,29 @@ def run_bench(
     out_dir: Path,
     config: BenchConfig,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    covered: set[str] | None = None,
 ) -> Path:
-    """Evaluate every solution; append one JSON row per solution to out_dir/results.jsonl."""
+    """Evaluate every solution; append one JSON row per solution to out_dir/results.jsonl.
+    Every task in `covered` (default: the whole suite) that has no solution gets a
+    "no submission" row, so summaries count it the way the paper does."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     if not config.resume and results.exists():
         results.unlink()
+    meta = {"suite": suite.name, "eval": config.eval.to_dict(), "baselines": config.baselines}
+    meta_path = out_dir / "run.json"
+    if results.exists() and meta_path.is_file() and json.loads(meta_path.read_text()) != meta:
+        raise Cudal1Error(
+            f"{out_dir} holds a run with other settings: resume it with the same options, "
+            "or use another --out (or --no-resume to start over)"
+        )
+    meta_path.write_text(json.dumps(meta, indent=1))
     skip = done_ids(results)
     tasks = {t.id: t for t in suite.tasks}
+    have = {s.task_id for s in solutions}
+    missing = sorted((covered if covered is not None else set(tasks)) - have)
+    solutions = [*solutions, *(Solution(t, None, "missing", "no submission") for t in missing)]
     todo = [s for s in solutions if _key(s) not in skip]
-    (out_dir / "run.json").write_text(
-        json.dumps(
-            {"suite": suite.name, "eval": config.eval.to_dict(), "baselines": config.baselines},
-            indent=1,
-        )
-    )
     write_lock = threading.Lock()
 
     def one(sol: Solution) -> dict[str, Any]:
@@ -141,12 +157,15 @@ def run_bench(
         row = _row(sol, task)
         if task is None and sol.error is None:
             row["error"] = f"task {sol.task_id} is not in suite {suite.name}"
-        if row["error"] is None and task is not None and sol.code is not None:
-            result = evaluate(task, sol.code, config.eval)
-            row["result"] = result.to_dict()
-            row["techniques"] = tag_techniques(sol.code, result.flags)
-        if task is not None:
-            row |= _measurements(task, config, row.get("result"))
+        try:
+            if row["error"] is None and task is not None and sol.code is not None:
+                result = evaluate(task, sol.code, config.eval)
+                row["result"] = result.to_dict()
+                row["techniques"] = tag_techniques(sol.code, result.flags)
+            if task is not None:
+                row |= _measurements(task, config, row.get("result"))
+        except Exception as e:  # one entry's failure is a row, never the end of the run
+            row["error"] = f"harness error: {type(e).__name__}: {e}"
         return row
 
     with results.open("a") as f, ThreadPoolExecutor(config.jobs) as pool:

@@ -31,10 +31,13 @@ def load_rows(path) -> list[dict[str, Any]]:
     return rows
 
 
-def speedup_of(row: dict[str, Any], baseline: str) -> float | None:
-    """The measured speedup against `baseline`, or None when the row failed or was refused."""
+def speedup_of(row: dict[str, Any], baseline: str, strict: bool = False) -> float | None:
+    """The measured speedup against `baseline`, or None when the row failed or was refused
+    (under the strict rule, also when it beat the roofline, which no honest kernel can)."""
     result = row.get("result")
     if not result or result.get("status") != "ok":
+        return None
+    if strict and (row.get("roofline") or {}).get("beyond"):
         return None
     return (row.get("speedups") or {}).get(baseline) or (
         result.get("speedup") if baseline == "eager" else None
@@ -57,7 +60,7 @@ def _geomean(xs: Iterable[float]) -> float | None:
 
 
 def stats(rows: list[dict[str, Any]], baseline: str, rule: str) -> dict[str, Any]:
-    measured = [speedup_of(r, baseline) for r in rows]
+    measured = [speedup_of(r, baseline, strict=rule == "strict") for r in rows]
     correct = [s for s in measured if s is not None]
     fill = 1.0 if rule == "paper" else 0.0
     values = [s if s is not None else fill for s in measured]
@@ -132,9 +135,13 @@ def refusal_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Refused rows by their first reason's kind (the flag name, or the status)."""
     counts: dict[str, int] = {}
     for r in refused(rows):
-        first = r["reasons"][0] if r["reasons"] else r["status"]
-        kind = first.split(":", 1)[0] if ":" in first[:40] else r["status"]
-        key = f"{r['status']}: {kind}"
+        if r["status"] == "ok":  # correct, but faster than the roofline allows
+            key = "flagged: beyond roofline"
+        else:
+            first = r["reasons"][0] if r["reasons"] else ""
+            head = first.split(":", 1)[0]
+            kind = head if ":" in first and len(head) <= 40 else " ".join(first.split()[:4]) or "-"
+            key = f"{r['status']}: {kind}"
         counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 

@@ -1,0 +1,144 @@
+"""The local evaluation service: pre-started worker processes, a compile pool, and an async
+interface that many candidates can be submitted to at once.
+
+- `WorkerPool`: judge and candidate processes started ahead of time (torch imported, CUDA
+  initialised), each used for exactly one evaluation and then killed; a replacement starts the
+  moment one is taken, so a candidate never waits for Python and torch to start.
+- `LocalEvaluator`: runs evaluations in threads (`jobs` at once). Compilation (the candidate's
+  `load` step) is limited to `compile_jobs` at once, sized to the CPU cores; every phase that uses
+  the device takes the device lock, so one GPU never runs two measurements at once while compiles
+  of later candidates proceed. Identical (task, candidate, config) are answered from a cache
+  unless `fresh=True` (the re-measurement of a suspicious win must be independent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from cudal1.evaluate.config import EvalConfig
+from cudal1.evaluate.evaluator import evaluate
+from cudal1.evaluate.protocol import Worker, spawn
+from cudal1.evaluate.result import EvalResult
+from cudal1.tasks import Task, source_hash
+
+ROLES = ("judge", "candidate_worker")
+
+
+class WorkerPool:
+    """Pre-started single-use workers for one device."""
+
+    def __init__(self, device: str, size: int = 2) -> None:
+        self.device = device
+        self.size = size
+        self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
+        self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {"CUDAL1_WARM": "cuda"}
+        self.idle: dict[str, deque[Worker]] = {r: deque() for r in ROLES}
+        self.lock = threading.Lock()
+        self.compile_slots = threading.Semaphore(max(1, os.cpu_count() or 1))
+        self.closed = False
+        for role in ROLES:
+            for _ in range(size):
+                self.idle[role].append(spawn(role, self.dir, self.env))
+        atexit.register(self.close)
+
+    def take(self, role: str, workdir: Path) -> Worker:
+        """A warm worker (a new one if none is alive), and a replacement started in its place."""
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("worker pool is closed")
+            queue = self.idle[role]
+            worker = None
+            while queue:
+                candidate = queue.popleft()
+                if candidate.proc.poll() is None:
+                    worker = candidate
+                    break
+                candidate.kill()
+            queue.append(spawn(role, self.dir, self.env))
+        return worker or spawn(role, self.dir, self.env)
+
+    @contextlib.contextmanager
+    def compile_slot(self) -> Iterator[None]:
+        with self.compile_slots:
+            yield
+
+    def set_compile_jobs(self, n: int) -> None:
+        self.compile_slots = threading.Semaphore(max(1, n))
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            for queue in self.idle.values():
+                while queue:
+                    queue.popleft().kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class LocalEvaluator:
+    """Submit many candidates; results arrive as futures (or awaitables) as they finish."""
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        *,
+        jobs: int = 4,
+        compile_jobs: int | None = None,
+        warm: int | None = None,
+        cache: bool = True,
+    ) -> None:
+        self.config = config
+        self.pool = WorkerPool(config.device, size=warm if warm is not None else min(jobs, 4))
+        self.pool.set_compile_jobs(compile_jobs or os.cpu_count() or 1)
+        self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
+        self.cache: dict[str, EvalResult] | None = {} if cache else None
+        self.cache_lock = threading.Lock()
+
+    def _key(self, task: Task, source: str) -> str:
+        return (
+            f"{task.hash}:{source_hash(source)}:{json.dumps(self.config.to_dict(), sort_keys=True)}"
+        )
+
+    def _run(self, task: Task, source: str, fresh: bool) -> EvalResult:
+        key = self._key(task, source)
+        if self.cache is not None and not fresh:
+            with self.cache_lock:
+                if key in self.cache:
+                    return self.cache[key]
+        result = evaluate(task, source, self.config, workers=self.pool)
+        if self.cache is not None:
+            with self.cache_lock:
+                self.cache.setdefault(key, result)
+        return result
+
+    def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:
+        return self.executor.submit(self._run, task, source, fresh)
+
+    async def evaluate(self, task: Task, source: str, *, fresh: bool = False) -> EvalResult:
+        return await asyncio.wrap_future(self.submit(task, source, fresh=fresh))
+
+    def __call__(self, task: Task, source: str) -> EvalResult:
+        """Synchronous form, for code that passes an `evaluate_fn`."""
+        return self.submit(task, source).result()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        self.pool.close()
+
+    def __enter__(self) -> LocalEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,542 @@
+"""`cudal1 report`: a bench run directory as Markdown and as one self-contained HTML page.
+
+Both formats are rendered from the same list of blocks (headings, paragraphs, tables of string
+cells, solution/reference pairs), so the two always state the same numbers. The HTML page adds
+plots (matplotlib, an optional dependency) and shows every correct solution beside its
+reference; the Markdown keeps the ten fastest. Nothing here prints: the CLI decides what to show.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate.baselines import BASELINES
+from cudal1.report.summary import (
+    FAST_P,
+    RULES,
+    load_rows,
+    refusal_counts,
+    refused,
+    speedup_of,
+    summary,
+    technique_table,
+)
+from cudal1.tasks import load_suite
+
+MD_CODE_TASKS = 10
+"""Markdown shows only the fastest tasks' code; the HTML page shows every correct one."""
+PLOTS_NEED = "Plots need matplotlib: `pip install cudal1[report]`."
+RULE_NOTE = (
+    "Two counting rules. Paper rule (CUDA-L1's convention): a missing, failing or refused "
+    "task counts as 1.0x. Strict rule: it counts as a failure (0x in the mean and quantiles, "
+    "never fast); the geomean is then over correct tasks only. fast_p is the fraction of all "
+    "tasks that are correct and more than p times faster than the baseline."
+)
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """A bench run as the report sees it: rows, run.json, baselines present, reference sources."""
+
+    name: str
+    rows: list[dict[str, Any]]
+    meta: dict[str, Any]
+    baselines: list[str]
+    references: dict[str, str]
+
+    @property
+    def primary(self) -> str:
+        """The baseline used to rank tasks and tag techniques: eager when it was measured."""
+        return "eager" if "eager" in self.baselines else self.baselines[0]
+
+
+def load_run(run_dir: Path) -> Run:
+    meta_path = run_dir / "run.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    rows = load_rows(run_dir / "results.jsonl")
+    return Run(
+        name=run_dir.resolve().name,
+        rows=rows,
+        meta=meta,
+        baselines=_baselines_present(meta, rows),
+        references=_references(meta.get("suite")),
+    )
+
+
+def _baselines_present(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Baselines named in run.json or measured in any row (a resumed run may hold more), in
+    the canonical order eager, compile, compile-ro, cudagraph."""
+    seen = set(meta.get("baselines") or [])
+    for r in rows:
+        seen |= set(r.get("speedups") or {})
+    ordered = [b for b in BASELINES if b in seen] + sorted(seen - set(BASELINES))
+    return ordered or ["eager"]
+
+
+def _references(suite: str | None) -> dict[str, str]:
+    """Task sources for the side-by-side view; a suite that no longer loads only drops them."""
+    if not suite:
+        return {}
+    try:
+        return {t.id: t.source for t in load_suite(suite, validate=False).tasks}
+    except (Cudal1Error, OSError, ValueError):
+        return {}
+
+
+# --- blocks: the content both formats share -----------------------------------------------
+
+
+@dataclass
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass
+class Para:
+    text: str
+    """Plain text; `backticks` mark code in both formats."""
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class CodePair:
+    title: str
+    solution: str
+    reference: str | None
+
+
+@dataclass
+class Image:
+    alt: str
+    png: bytes
+
+
+Block = Heading | Para | Table | CodePair | Image
+
+
+def fmt(x: float | None) -> str:
+    """Three decimals; a tiny non-zero value keeps three significant digits; missing is '-'."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x != 0 and abs(x) < 0.01:
+        return f"{x:.3g}"
+    return f"{x:.3f}"
+
+
+def _blocks(run: Run, *, html_page: bool) -> list[Block]:
+    """The whole report in order; the HTML page adds plots and every task's code."""
+    blocks: list[Block] = [Heading(1, f"cudal1 bench report: {run.name}"), _header(run)]
+    blocks += _summary_blocks(run)
+    if html_page:
+        blocks += _plot_blocks(run)
+    blocks += _refused_blocks(run.rows)
+    blocks += _technique_blocks(run)
+    blocks += [Heading(2, "Per task"), _task_table(run)]
+    blocks += _code_blocks(run, None if html_page else MD_CODE_TASKS)
+    return blocks
+
+
+def _header(run: Run) -> Table:
+    ev = run.meta.get("eval") or {}
+    env = next((r["result"].get("env") or {} for r in run.rows if r.get("result")), {})
+    unscored = sum(r.get("level") is None for r in run.rows)
+    rows = f"{len(run.rows)}" + (f" ({unscored} outside the suite, not scored)" if unscored else "")
+    items = [
+        ("suite", run.meta.get("suite")),
+        ("device", ev.get("device")),
+        ("policy", ev.get("policy")),
+        ("tolerance", ev.get("tolerance")),
+        ("baselines", ", ".join(run.baselines)),
+        ("rows", rows),
+        (
+            "environment",
+            f"GPU {_text(env.get('gpu'))}, torch {_text(env.get('torch'))}, "
+            f"CUDA {_text(env.get('cuda'))}",
+        ),
+    ]
+    return Table(["run", ""], [[k, _text(v)] for k, v in items])
+
+
+def _text(v: Any) -> str:
+    return "-" if v is None or v == "" else str(v)
+
+
+def rule_label(rule: str, stats: dict[str, Any]) -> str:
+    if rule == "paper":
+        return "paper rule: failures count as 1.0x"
+    return (
+        "strict rule: failures count as failures; geomean over correct tasks only "
+        f"(n={stats.get('geomean_over', 0)})"
+    )
+
+
+def _group_title(group: str) -> str:
+    return "heldout (held-out tasks, reported separately)" if group == "heldout" else group
+
+
+def _summary_blocks(run: Run) -> list[Block]:
+    """Per group (overall, each level, train, heldout): one row per baseline and rule."""
+    fast = [f"fast_{p:g}" for p in FAST_P]
+    columns = ["baseline", "rule", "mean", "max", "75%", "median", "25%", "geomean"]
+    columns += ["correct/total", "tasks > 1.01x", *fast]
+    blocks: list[Block] = [Heading(2, "Summary"), Para(RULE_NOTE)]
+    for group, by_baseline in summary(run.rows, run.baselines).items():
+        rows = []
+        for baseline, by_rule in by_baseline.items():
+            for rule in RULES:
+                s = by_rule[rule]
+                rows.append([baseline, rule_label(rule, s), *_stat_cells(s, fast)])
+        blocks += [Heading(3, _group_title(group)), Table(columns, rows)]
+    return blocks
+
+
+def _stat_cells(s: dict[str, Any], fast: list[str]) -> list[str]:
+    if not s.get("tasks"):
+        return ["-"] * (8 + len(fast))
+    numbers = [fmt(s[k]) for k in ("mean", "max", "p75", "median", "p25", "geomean")]
+    return [*numbers, f"{s['correct']}/{s['tasks']}", str(s["above_1.01"])] + [
+        fmt(s[k]) for k in fast
+    ]
+
+
+def _refused_blocks(rows: list[dict[str, Any]]) -> list[Block]:
+    """The audit: every solution not accepted as an honest speedup, and whether its source
+    claimed one anyway."""
+    out = refused(rows)
+    claimed = sum(r["claimed_speedup"] for r in out)
+    table = Table(
+        ["task", "status", "reasons", "flags", "source claimed a speedup"],
+        [
+            [
+                r["task_id"],
+                r["status"],
+                "; ".join(r["reasons"]) or "-",
+                ", ".join(r["flags"]) or "-",
+                _claim(r),
+            ]
+            for r in out
+        ],
+    )
+    counts = Table(["reason", "rows"], [[k, str(v)] for k, v in refusal_counts(rows).items()])
+    return [
+        Heading(2, f"Refused or flagged ({claimed} of them claimed a speedup by the source)"),
+        Para(
+            f"{len(out)} solutions were refused or flagged; their source reported a speedup "
+            f"over eager for {claimed} of them."
+        ),
+        table,
+        Heading(3, "Refusals by reason"),
+        counts,
+    ]
+
+
+def _claim(r: dict[str, Any]) -> str:
+    if r["claimed"] is None:
+        return "-"
+    return f"{'yes' if r['claimed_speedup'] else 'no'} ({fmt(r['claimed'])}x)"
+
+
+def _technique_blocks(run: Run) -> list[Block]:
+    rows = [
+        [t["technique"], str(t["n"]), fmt(t["median"]), fmt(t["geomean"])]
+        for t in technique_table(run.rows, run.primary)
+    ]
+    return [
+        Heading(2, f"Techniques (correct solutions, speedup vs {run.primary})"),
+        Table(["technique", "n", "median", "geomean"], rows),
+    ]
+
+
+def _task_order(row: dict[str, Any]) -> tuple[int, int, str]:
+    """L1_2 before L1_10: by level, then task number."""
+    key = row.get("task_id") or row.get("key") or ""
+    m = re.fullmatch(r"L(\d+)_(\d+)", key)
+    return (int(m.group(1)), int(m.group(2)), key) if m else (1 << 30, 0, key)
+
+
+def _status(row: dict[str, Any]) -> str:
+    result = row.get("result")
+    return result["status"] if result else f"error ({row.get('error') or 'not evaluated'})"
+
+
+def _task_table(run: Run) -> Table:
+    columns = ["task", "level", "split", "status"]
+    columns += [f"vs {b}" for b in run.baselines] + ["roofline fraction", "techniques"]
+    rows = []
+    for r in sorted(run.rows, key=_task_order):
+        roof = r.get("roofline") or {}
+        fraction = fmt(roof.get("fraction")) + (" (beyond roofline)" if roof.get("beyond") else "")
+        rows.append(
+            [
+                r.get("task_id") or r.get("key") or "-",
+                _text(r.get("level")),
+                _text(r.get("split")),
+                _status(r),
+            ]
+            + [fmt(speedup_of(r, b)) for b in run.baselines]
+            + [fraction, ", ".join(r.get("techniques") or []) or "-"]
+        )
+    return Table(columns, rows)
+
+
+def _code_blocks(run: Run, limit: int | None) -> list[Block]:
+    """Correct solutions beside their references, fastest first (`limit` of them, or all)."""
+    correct = [r for r in run.rows if _status(r) == "ok" and r.get("code")]
+    correct.sort(key=lambda r: -(speedup_of(r, run.primary) or 0.0))
+    shown = correct if limit is None else correct[:limit]
+    if not shown:
+        return []
+    title = "Solutions beside their references"
+    if limit is not None and len(correct) > limit:
+        title += f" (the fastest {limit} of {len(correct)}; the HTML report has all)"
+    blocks: list[Block] = [Heading(2, title)]
+    for r in shown:
+        task = r.get("task_id") or r["key"]
+        name = f" {r['name']}" if r.get("name") else ""
+        head = f"{task}{name}: {fmt(speedup_of(r, run.primary))}x vs {run.primary}"
+        blocks.append(CodePair(head, r["code"], run.references.get(task)))
+    return blocks
+
+
+# --- plots (HTML only) --------------------------------------------------------------------
+
+
+def _plot_blocks(run: Run) -> list[Block]:
+    """Speedup per level against each baseline, and speedup against roofline fraction.
+    matplotlib is optional: without it the page says how to get the plots."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return [Heading(2, "Plots"), Para(PLOTS_NEED)]
+    blocks: list[Block] = [Heading(2, "Plots")]
+    for alt, draw in (
+        ("speedup per level against each baseline", _draw_levels),
+        ("speedup against roofline fraction", _draw_roofline),
+    ):
+        fig = Figure(layout="constrained")
+        if draw(fig, run):
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=100)
+            blocks.append(Image(alt, buf.getvalue()))
+        else:
+            blocks.append(Para(f"No data for a plot of {alt}."))
+    return blocks
+
+
+def _draw_levels(fig: Any, run: Run) -> bool:
+    """One panel per baseline: a box and the points of correct speedups per level, log scale."""
+    panels = []
+    for b in run.baselines:
+        by_level: dict[int, list[float]] = {}
+        for r in run.rows:
+            s = speedup_of(r, b)
+            if s and r.get("level") is not None:
+                by_level.setdefault(r["level"], []).append(s)
+        if by_level:
+            panels.append((b, dict(sorted(by_level.items()))))
+    if not panels:
+        return False
+    fig.set_size_inches(4.2 * len(panels), 3.6)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (b, by_level) in zip(axes, panels, strict=True):
+        positions = list(range(1, len(by_level) + 1))
+        ax.boxplot(list(by_level.values()), positions=positions, widths=0.5, showfliers=False)
+        for pos, values in zip(positions, by_level.values(), strict=True):
+            jitter = [pos + 0.15 * math.sin(7.0 * i) for i in range(len(values))]
+            ax.scatter(jitter, values, s=12, alpha=0.6, color="C0")
+        ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        _log_scale(ax, "y")
+        ax.set_xticks(positions, [f"level {lv}" for lv in by_level])
+        ax.set_ylabel(f"speedup vs {b}")
+        ax.set_title(f"vs {b} (correct solutions)")
+    return True
+
+
+def _draw_roofline(fig: Any, run: Run) -> bool:
+    """Speedup against the fraction of the roofline reached; points past the roofline are
+    marked, since they point at a measurement the evaluator should not have trusted."""
+    points = [
+        (r["roofline"]["fraction"], s, bool(r["roofline"].get("beyond")), r.get("level"))
+        for r in run.rows
+        if (r.get("roofline") or {}).get("fraction") and (s := speedup_of(r, run.primary))
+    ]
+    if not points:
+        return False
+    fig.set_size_inches(5.5, 4.0)
+    ax = fig.subplots()
+    for level in sorted({p[3] for p in points}, key=str):
+        mine = [p for p in points if p[3] == level]
+        ax.scatter([p[0] for p in mine], [p[1] for p in mine], s=16, label=f"level {level}")
+    beyond = [p for p in points if p[2]]
+    if beyond:
+        ax.scatter(
+            [p[0] for p in beyond],
+            [p[1] for p in beyond],
+            s=80,
+            facecolors="none",
+            edgecolors="red",
+            label="beyond roofline",
+        )
+    ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
+    _log_scale(ax, "x", "y")
+    ax.set_xlabel("roofline fraction (floor time / candidate time)")
+    ax.set_ylabel(f"speedup vs {run.primary}")
+    ax.legend(fontsize="small")
+    return True
+
+
+def _log_scale(ax: Any, *which: str) -> None:
+    """Log scale labelled 0.5, 1, 2, 5 rather than in powers of ten (speedups span little);
+    only 1-2-5 ticks are labelled so wide ranges stay legible."""
+    from matplotlib.ticker import FuncFormatter
+
+    label = FuncFormatter(lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "125" else "")
+    for name in which:
+        getattr(ax, f"set_{name}scale")("log")
+        axis = getattr(ax, f"{name}axis")
+        axis.set_major_formatter(label)
+        axis.set_minor_formatter(label)
+
+
+# --- Markdown -----------------------------------------------------------------------------
+
+
+def render_markdown(run_dir: Path) -> str:
+    return _markdown(load_run(run_dir))
+
+
+def _markdown(run: Run) -> str:
+    return "\n\n".join(_md_block(b) for b in _blocks(run, html_page=False)) + "\n"
+
+
+def _md_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"{'#' * block.level} {block.text}"
+    if isinstance(block, Para):
+        return block.text
+    if isinstance(block, Table):
+        return _md_table(block)
+    if isinstance(block, CodePair):
+        reference = _fence(block.reference) if block.reference else "(reference not available)"
+        return f"### {block.title}\n\nSolution:\n\n{_fence(block.solution)}\n\nReference:\n\n{reference}"
+    raise TypeError(f"no Markdown form for {type(block).__name__}")
+
+
+def _md_table(table: Table) -> str:
+    if not table.rows:
+        return "(none)"
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+    return "\n".join(
+        [line(table.columns), line(["---"] * len(table.columns))] + [line(r) for r in table.rows]
+    )
+
+
+def _fence(code: str) -> str:
+    """A fence longer than any run of backticks in the code, so the code cannot close it."""
+    longest = max((len(m) for m in re.findall(r"`+", code)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}python\n{code.rstrip()}\n{ticks}"
+
+
+# --- HTML ---------------------------------------------------------------------------------
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+.pair { display: flex; gap: 1em; }
+.pair > div { flex: 1; min-width: 0; }
+pre { background: #f7f7f7; padding: 0.5em; overflow: auto; max-height: 40em; font-size: 0.8em; }
+summary { cursor: pointer; margin: 0.3em 0; }
+img { max-width: 100%; }
+"""
+
+
+def render_html(run_dir: Path) -> str:
+    return _html(load_run(run_dir))
+
+
+def _html(run: Run) -> str:
+    body = "\n".join(_html_block(b) for b in _blocks(run, html_page=True))
+    title = escape(f"cudal1 bench report: {run.name}")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
+        f"<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def _inline(text: str) -> str:
+    """Escaped text with `backticks` turned into <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{escape(block.text)}</h{block.level}>"
+    if isinstance(block, Para):
+        return f"<p>{_inline(block.text)}</p>"
+    if isinstance(block, Table):
+        return _html_table(block)
+    if isinstance(block, CodePair):
+        return _html_pair(block)
+    png = base64.b64encode(block.png).decode()
+    return f'<p><img alt="{escape(block.alt)}" src="data:image/png;base64,{png}"></p>'
+
+
+def _html_table(table: Table) -> str:
+    if not table.rows:
+        return "<p>(none)</p>"
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in table.rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html_pair(pair: CodePair) -> str:
+    reference = (
+        f"<pre>{escape(pair.reference)}</pre>" if pair.reference else "<p>(not available)</p>"
+    )
+    return (
+        f'<details><summary>{escape(pair.title)}</summary>\n<div class="pair">'
+        f"<div><h4>solution</h4><pre>{escape(pair.solution)}</pre></div>"
+        f"<div><h4>reference</h4>{reference}</div></div></details>"
+    )
+
+
+# --- files --------------------------------------------------------------------------------
+
+
+def write_report(run_dir: Path, html: bool) -> list[Path]:
+    """RUN_DIR/report.md always, RUN_DIR/report.html when asked; returns the paths written.
+    The run (and its suite's reference sources) is loaded once for both."""
+    run = load_run(run_dir)
+    md_path = run_dir / "report.md"
+    md_path.write_text(_markdown(run), encoding="utf-8")
+    if not html:
+        return [md_path]
+    html_path = run_dir / "report.html"
+    html_path.write_text(_html(run), encoding="utf-8")
+    return [md_path, html_path]

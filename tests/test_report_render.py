@@ -1,0 +1,274 @@
+"""The bench report: Markdown and HTML from a hand-written run directory.
+
+The rows cover ok solutions at two levels against two baselines (train and held-out), an
+incorrect one, a rejected one that its source claimed 3x for, a missing submission and a result
+faster than its roofline, so every figure below can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudal1.report.render import fmt, render_html, render_markdown, write_report
+
+CUDA_SOLUTION = '''import torch
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+__global__ void k(const float* x, float* y, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        y[i] = x[i];
+}
+"""
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        return a @ b
+'''
+
+
+def _ok(
+    task: str,
+    level: int,
+    split: str,
+    eager: float,
+    compile_: float,
+    *,
+    fraction: float | None = None,
+    beyond: bool = False,
+    claimed: float | None = None,
+) -> dict[str, Any]:
+    return {
+        **_row(task, level, split, claimed),
+        "result": {
+            "status": "ok",
+            "reasons": [],
+            "flags": [],
+            "speedup": eager,
+            "candidate_ms": 1.0,
+            "reference_ms": eager,
+            "env": {"torch": "2.13.0", "cuda": "12.8", "gpu": "NVIDIA H200", "device": "cuda"},
+        },
+        "techniques": ["custom CUDA kernel", "kernel fusion"],
+        "code": CUDA_SOLUTION,
+        "speedups": {"eager": eager, "compile": compile_},
+        "roofline": {
+            "flops": 1e9,
+            "bytes": 1e6,
+            "floor_ms": fraction,
+            "fraction": fraction,
+            "beyond": beyond,
+        },
+    }
+
+
+def _row(task: str, level: int, split: str, claimed: float | None = None) -> dict[str, Any]:
+    return {
+        "key": task,
+        "task_id": task,
+        "origin": f"solutions/{task}.py",
+        "level": level,
+        "name": task.lower(),
+        "split": split,
+        "error": None,
+        "claimed": {} if claimed is None else {"eager": claimed},
+        "result": None,
+        "techniques": [],
+        "code": None,
+        "baselines": {},
+        "speedups": {"eager": None, "compile": None},
+        "roofline": None,
+    }
+
+
+def _failed(task: str, level: int, split: str, status: str, **extra: Any) -> dict[str, Any]:
+    claimed = extra.pop("claimed", None)
+    return {
+        **_row(task, level, split, claimed),
+        "result": {
+            "status": status,
+            "reasons": [],
+            "flags": [],
+            "speedup": None,
+            "env": {},
+        }
+        | extra,
+        "code": "class ModelNew: pass\n",
+    }
+
+
+ROWS = [
+    _ok("L1_1", 1, "train", 2.0, 1.5, fraction=0.4),
+    _ok("L1_20", 1, "train", 1.25, 0.8, fraction=0.2),
+    _ok("L2_1", 2, "train", 4.0, 3.0, fraction=1.5, beyond=True, claimed=0.9),
+    _ok("L1_12", 1, "heldout", 0.5, 0.4),
+    _failed("L2_8", 2, "train", "incorrect", reasons=["max_abs_err 0.3 > tolerance"]),
+    _failed(
+        "L1_11",
+        1,
+        "train",
+        "rejected",
+        reasons=["slowed_baseline: reference ran 2.1x slower beside the candidate"],
+        flags=["side_stream", "gpu_hog"],
+        claimed=3.0,
+    ),
+    _row("L1_2", 1, "heldout") | {"error": "no submission"},
+]
+EAGER_OK = [2.0, 1.25, 4.0, 0.5]
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    meta = {
+        "suite": "bundled",
+        "eval": {"device": "cpu", "policy": "any", "tolerance": "calibrated"},
+        "baselines": ["eager", "compile"],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    return tmp_path
+
+
+def _section(text: str, heading: str) -> str:
+    """From a Markdown heading to the next heading of any level."""
+    start = text.index(heading + "\n")
+    nxt = re.search(r"^#+ ", text[start + len(heading) :], re.M)
+    return text[start : start + len(heading) + (nxt.start() if nxt else len(text))]
+
+
+def _rule_rows(section: str, baseline: str) -> dict[str, list[str]]:
+    """The table rows of one baseline in a summary section, keyed by rule, as cell lists."""
+    out = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == baseline:
+            out[cells[1].split(" ", 1)[0]] = cells
+    return out
+
+
+def test_write_report_writes_both_files(run_dir: Path) -> None:
+    paths = write_report(run_dir, html=True)
+    assert paths == [run_dir / "report.md", run_dir / "report.html"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert write_report(run_dir, html=False) == [run_dir / "report.md"]
+
+
+def test_markdown_header_and_rule_labels(run_dir: Path) -> None:
+    md = render_markdown(run_dir)
+    for item in ("| suite | bundled |", "| device | cpu |", "| tolerance | calibrated |"):
+        assert item in md
+    assert "| rows | 7 |" in md
+    assert "GPU NVIDIA H200, torch 2.13.0, CUDA 12.8" in md
+    assert "paper rule: failures count as 1.0x" in md
+    assert "strict rule: failures count as failures; geomean over correct tasks only (n=3)" in md
+
+
+@pytest.mark.parametrize(
+    ("group", "paper", "strict"),
+    [
+        # The strict rule also refuses L2_1, which beat the roofline.
+        ("### overall", "4/7", "3/7"),
+        ("### level 1", "3/5", "3/5"),
+        ("### level 2", "1/2", "0/2"),
+        ("### train", "3/5", "2/5"),
+        ("### heldout (held-out tasks, reported separately)", "1/2", "1/2"),
+    ],
+)
+def test_markdown_correct_counts_per_group(
+    run_dir: Path, group: str, paper: str, strict: str
+) -> None:
+    section = _section(render_markdown(run_dir), group)
+    for baseline in ("eager", "compile"):
+        rows = _rule_rows(section, baseline)
+        assert set(rows) == {"paper", "strict"}
+        assert paper in rows["paper"] and strict in rows["strict"]
+
+
+def test_markdown_geomeans_by_hand(run_dir: Path) -> None:
+    rows = _rule_rows(_section(render_markdown(run_dir), "### overall"), "eager")
+    paper = math.exp(sum(math.log(x) for x in [*EAGER_OK, 1.0, 1.0, 1.0]) / 7)  # 5 ** (1/7)
+    strict = math.exp(sum(math.log(x) for x in (2.0, 1.25, 0.5)) / 3)  # 4.0 beat the roofline
+    geomean = 7  # column: baseline, rule, mean, max, 75%, median, 25%, geomean
+    assert rows["paper"][geomean] == fmt(paper) == "1.258"
+    assert rows["strict"][geomean] == fmt(strict) == "1.077"
+    # tasks > 1.01x counts correct tasks only: 2.0, 1.25, 4.0 (strict: not 4.0)
+    assert rows["paper"][9] == "3" and rows["strict"][9] == "2"
+
+
+def test_markdown_refused_audit(run_dir: Path) -> None:
+    md = render_markdown(run_dir)
+    # L2_8 (claimed nothing), L1_11 (claimed 3.0x) and L2_1 (beyond roofline, claimed 0.9x)
+    section = _section(md, "## Refused or flagged (1 of them claimed a speedup by the source)")
+    assert "3 solutions were refused or flagged;" in section
+    lines = {line.split("|")[1].strip(): line for line in section.splitlines() if "|" in line}
+    assert "rejected" in lines["L1_11"]
+    assert "slowed_baseline: reference ran 2.1x slower beside the candidate" in lines["L1_11"]
+    assert "side_stream, gpu_hog" in lines["L1_11"]
+    assert "yes (3.000x)" in lines["L1_11"]
+    assert "max_abs_err 0.3 > tolerance" in lines["L2_8"]
+    assert "faster than the roofline allows" in lines["L2_1"]
+    assert "no (0.900x)" in lines["L2_1"]
+    assert "L1_2" not in lines  # no submission is a failure, not a refusal
+    counts = _section(md, "### Refusals by reason")
+    assert "| rejected: slowed_baseline | 1 |" in counts
+
+
+def test_markdown_tasks_techniques_and_code(run_dir: Path) -> None:
+    md = render_markdown(run_dir)
+    tasks = _section(md, "## Per task")
+    assert "| L2_1 | 2 | train | ok | 4.000 | 3.000 | 1.500 (beyond roofline) |" in tasks
+    assert "| L1_2 | 1 | heldout | error (no submission) | - | - | - |" in tasks
+    techniques = _section(md, "## Techniques (correct solutions, speedup vs eager)")
+    assert f"| custom CUDA kernel | 4 | 1.625 | {fmt(5 ** (1 / 4))} |" in techniques
+    code = md[md.index("## Solutions beside their references") :]
+    order = [code.index(f"### {t} ") for t in ("L2_1", "L1_1", "L1_20", "L1_12")]
+    assert order == sorted(order)  # fastest first
+    assert "### L2_8" not in code
+    assert code.count("```python") == 8  # solution and reference for each of the 4 ok rows
+    assert "def get_inputs" in code  # the bundled reference source
+
+
+def test_html_is_self_contained_with_side_by_side_code(run_dir: Path) -> None:
+    page = render_html(run_dir)
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "<style>" in page
+    assert page.count('<div class="pair">') == 4
+    assert "i &lt; n" in page and "i < n" not in page
+    assert "def get_inputs" in page
+    assert "Refused or flagged (1 of them claimed a speedup by the source)" in page
+    assert "strict rule: failures count as failures; geomean over correct tasks only (n=3)" in page
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+def test_html_embeds_plots(run_dir: Path) -> None:
+    page = render_html(run_dir)
+    assert page.count('<img alt="') == 2  # per-level speedups, and speedup vs roofline
+    assert '<img alt="speedup per level against each baseline" src="data:image/png;base64,' in page
+
+
+def test_html_without_matplotlib_says_how_to_get_plots(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import raises ImportError
+    page = render_html(run_dir)
+    assert "pip install cudal1[report]" in page
+    assert "<img" not in page
+
+
+def test_unknown_suite_drops_references_only(run_dir: Path) -> None:
+    meta = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps(meta | {"suite": str(run_dir / "gone")}))
+    md = render_markdown(run_dir)
+    assert "(reference not available)" in md
+    assert "| rows | 7 |" in md
