@@ -104,6 +104,16 @@ def test_optimize_replay_three_rounds_and_resume(cli, tmp_path):
     assert "Resumed after round 2" in report and "incorrect" in report
 
 
+class _Fixed:
+    """An evaluator that answers every candidate with the same result."""
+
+    def __init__(self, result):
+        self.result = result
+
+    async def evaluate(self, task, source, *, fresh=False):
+        return self.result
+
+
 def test_prompt_sees_scores_of_the_database(tmp_path):
     """The exemplars a round shows come from the database with their measured scores."""
     import asyncio
@@ -136,9 +146,7 @@ def test_prompt_sees_scores_of_the_database(tmp_path):
             return await super().complete(prompt, n)
 
     policy = Recording(_replay(tmp_path / "r.jsonl", [["no code"]]))
-    opt = Optimizer(
-        task, policy, db, lambda t, s: ok, OptimizeConfig(rounds=1, samples=1, device="cpu")
-    )
+    opt = Optimizer(task, policy, db, _Fixed(ok), OptimizeConfig(rounds=1, samples=1, device="cpu"))
     asyncio.run(opt.run())
     text = seen[0].messages[-1]["content"]
     assert "speedup 2.34" in text and "speedup 1.00" in text

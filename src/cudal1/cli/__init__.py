@@ -15,6 +15,7 @@ from cudal1.cli import tasks as tasks_cmd
 from cudal1.cli.bench import bench_command, report_command
 from cudal1.cli.eval import eval_command
 from cudal1.cli.optimize import optimize_command
+from cudal1.cli.serve import serve_command
 from cudal1.errors import Cudal1Error
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app.command("eval")(eval_command)
 app.command("optimize")(optimize_command)
 app.command("bench")(bench_command)
 app.command("report")(report_command)
+app.command("serve")(serve_command)
 
 _state = {"debug": False}
 

@@ -13,6 +13,7 @@ from cudal1.cli.common import resolve_device
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.baselines import BASELINES
+from cudal1.evaluate.service import make_evaluator
 from cudal1.report.bench import BenchConfig, done_ids, read_solutions, run_bench
 from cudal1.report.summary import load_rows, refused, summary
 from cudal1.tasks import load_suite
@@ -36,6 +37,8 @@ def bench_command(
     jobs: int = typer.Option(4, help="Evaluations in flight; device phases take turns."),
     level: int = typer.Option(None, help="Only tasks of this level."),
     tasks: str = typer.Option(None, help="Only these task ids (comma-separated)."),
+    backend: str = typer.Option("local", help="Evaluation backend: local or ray."),
+    address: str = typer.Option(None, help="Ray cluster address for --backend ray."),
 ) -> None:
     """Evaluate every solution of SOURCE on SUITE; rows stream to RUN_DIR/results.jsonl."""
     kinds = [k.strip() for k in baselines.split(",") if k.strip()]
@@ -52,8 +55,10 @@ def bench_command(
         wanted = {t.strip() for t in tasks.split(",")}
         sols = [s for s in sols if s.task_id in wanted]
         covered &= wanted
+    eval_config = EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance)  # type: ignore[arg-type]
     config = BenchConfig(
-        eval=EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance),  # type: ignore[arg-type]
+        eval=eval_config,
+        evaluator=make_evaluator(backend, eval_config, jobs=jobs, address=address),
         baselines=kinds,
         jobs=jobs,
         resume=resume,
@@ -92,7 +97,11 @@ def bench_command(
                 note=f"ok {counts['ok']} failed {counts['failed']} rejected {counts['rejected']} geomean {geo:.3f}x",
             )
 
-        results = run_bench(the_suite, sols, out, config, on_row, covered)
+        try:
+            results = run_bench(the_suite, sols, out, config, on_row, covered)
+        finally:
+            assert config.evaluator is not None
+            config.evaluator.close()
     rows = load_rows(results)
     overall = summary(rows, kinds)["overall"]["eager"] if "eager" in kinds else None
     console.print(f"{len(rows)} rows in {results}")

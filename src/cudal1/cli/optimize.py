@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cudal1.cli.common import resolve_device
-from cudal1.evaluate import EvalConfig, evaluate
+from cudal1.evaluate import EvalConfig
+from cudal1.evaluate.service import BACKENDS, make_evaluator
 from cudal1.exemplars import SAMPLERS, ExemplarDB
 from cudal1.optimize import OptimizeConfig, Optimizer, Reviewer, write_outputs
 from cudal1.policy import make_policy
@@ -46,6 +47,10 @@ def optimize_command(
     ),
     max_new_tokens: int = typer.Option(768, help="Answer length limit for the local model."),
     eval_jobs: int = typer.Option(4, help="Evaluations in flight at once."),
+    backend: str = typer.Option("local", help=f"Evaluation backend: {', '.join(BACKENDS)}."),
+    address: str = typer.Option(
+        None, help="Ray cluster address for --backend ray (default: local)."
+    ),
     seed: int = typer.Option(0, help="Seed of the exemplar sampler."),
     suite: str = typer.Option(BUNDLED, help="Suite in which TASK is looked up by id."),
 ) -> None:
@@ -91,16 +96,14 @@ def optimize_command(
                 progress.update(bar, note="policy has no more answers")
 
         progress.update(bar, completed=store.rounds_done(run, the_task.id))
-        optimizer = Optimizer(
-            the_task,
-            the_policy,
-            store,
-            lambda t, src: evaluate(t, src, eval_config),
-            config,
-            reviewer=reviewer,
-            on_event=on_event,
-        )
-        summary = asyncio.run(optimizer.run())
+        evaluator = make_evaluator(backend, eval_config, jobs=eval_jobs, address=address)
+        try:
+            optimizer = Optimizer(
+                the_task, the_policy, store, evaluator, config, reviewer=reviewer, on_event=on_event
+            )
+            summary = asyncio.run(optimizer.run())
+        finally:
+            evaluator.close()
     write_outputs(out_dir, summary, store)
     best = summary.best
     console.print((out_dir / "report.md").read_text(), markup=False)

@@ -20,6 +20,7 @@ from typing import Any
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalResult
+from cudal1.evaluate.service import Evaluator
 from cudal1.exemplars import Exemplar, ExemplarDB, IslandSampler, make_sampler
 from cudal1.optimize.review import Reviewer, review
 from cudal1.policy import (
@@ -33,7 +34,6 @@ from cudal1.policy import (
 from cudal1.tasks import Task
 
 log = logging.getLogger(__name__)
-EvaluateFn = Callable[[Task, str], EvalResult]
 
 
 @dataclass(kw_only=True)
@@ -91,17 +91,17 @@ class Optimizer:
         task: Task,
         policy: Policy,
         db: ExemplarDB,
-        evaluate_fn: EvaluateFn,
+        evaluator: Evaluator,
         config: OptimizeConfig,
         *,
         reviewer: Reviewer | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self.task, self.policy, self.db, self.evaluate_fn, self.cfg = (
+        self.task, self.policy, self.db, self.evaluator, self.cfg = (
             task,
             policy,
             db,
-            evaluate_fn,
+            evaluator,
             config,
         )
         self.reviewer = reviewer
@@ -162,7 +162,7 @@ class Optimizer:
             assert parsed.code is not None
             best_before = self._best_speedup()
             async with self.eval_slots:
-                result = await asyncio.to_thread(self.evaluate_fn, self.task, parsed.code)
+                result = await self.evaluator.evaluate(self.task, parsed.code)
             result = await review(
                 self.task,
                 parsed.code,
@@ -208,8 +208,9 @@ class Optimizer:
         return out
 
     async def _reevaluate(self, code: str) -> EvalResult:
+        """An independent measurement: fresh processes and seeds, never a cached result."""
         async with self.eval_slots:
-            return await asyncio.to_thread(self.evaluate_fn, self.task, code)
+            return await self.evaluator.evaluate(self.task, code, fresh=True)
 
     # bookkeeping ----------------------------------------------------------------------------------
     def _best(self) -> Exemplar | None:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from cudal1.errors import Cudal1Error
-from cudal1.evaluate import EvalConfig, evaluate
+from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.baselines import measure_task, roofline_ms
+from cudal1.evaluate.service import Evaluator, make_evaluator
 from cudal1.report.techniques import tag_techniques
 from cudal1.tasks import Suite, Task
 
@@ -103,6 +104,8 @@ def _score(value: Any) -> float | None:
 @dataclass(kw_only=True)
 class BenchConfig:
     eval: EvalConfig
+    evaluator: Evaluator | None = None
+    """The backend evaluations go through (default: this machine's worker pool)."""
     baselines: list[str] = field(default_factory=lambda: ["eager"])
     jobs: int = 4
     """Evaluations in flight (device phases take turns on the device lock)."""
@@ -151,6 +154,7 @@ def run_bench(
     solutions = [*solutions, *(Solution(t, None, "missing", "no submission") for t in missing)]
     todo = [s for s in solutions if _key(s) not in skip]
     write_lock = threading.Lock()
+    evaluator = config.evaluator or make_evaluator("local", config.eval, jobs=config.jobs)
 
     def one(sol: Solution) -> dict[str, Any]:
         task = tasks.get(sol.task_id or "")
@@ -159,7 +163,7 @@ def run_bench(
             row["error"] = f"task {sol.task_id} is not in suite {suite.name}"
         try:
             if row["error"] is None and task is not None and sol.code is not None:
-                result = evaluate(task, sol.code, config.eval)
+                result = evaluator(task, sol.code)
                 row["result"] = result.to_dict()
                 row["techniques"] = tag_techniques(sol.code, result.flags)
             if task is not None:
@@ -168,15 +172,19 @@ def run_bench(
             row["error"] = f"harness error: {type(e).__name__}: {e}"
         return row
 
-    with results.open("a") as f, ThreadPoolExecutor(config.jobs) as pool:
-        futures = [pool.submit(one, s) for s in todo]
-        for fut in as_completed(futures):
-            row = fut.result()
-            with write_lock:
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-            if on_row:
-                on_row(row)
+    try:
+        with results.open("a") as f, ThreadPoolExecutor(config.jobs) as pool:
+            futures = [pool.submit(one, s) for s in todo]
+            for fut in as_completed(futures):
+                row = fut.result()
+                with write_lock:
+                    f.write(json.dumps(row) + "\n")
+                    f.flush()
+                if on_row:
+                    on_row(row)
+    finally:
+        if config.evaluator is None:
+            evaluator.close()
     return results
 
 

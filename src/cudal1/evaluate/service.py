@@ -1,0 +1,38 @@
+"""Choosing the evaluation backend: `local` (this machine's worker pool) or `ray` (actors on a
+Ray cluster). Both give the same interface: `submit(task, source) -> Future[EvalResult]`,
+`await evaluate(task, source)`, a plain call, and `close()`."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate.config import EvalConfig
+from cudal1.evaluate.result import EvalResult
+from cudal1.tasks import Task
+
+BACKENDS = ("local", "ray")
+
+
+class Evaluator(Protocol):
+    def submit(self, task: Task, source: str, *, fresh: bool = False) -> Any: ...
+
+    async def evaluate(self, task: Task, source: str, *, fresh: bool = False) -> EvalResult: ...
+
+    def __call__(self, task: Task, source: str) -> EvalResult: ...
+
+    def close(self) -> None: ...
+
+
+def make_evaluator(
+    backend: str, config: EvalConfig, *, jobs: int = 4, address: str | None = None
+) -> Evaluator:
+    if backend == "local":
+        from cudal1.evaluate.pool import LocalEvaluator
+
+        return LocalEvaluator(config, jobs=jobs)
+    if backend == "ray":
+        from cudal1.evaluate.ray_backend import RayEvaluator
+
+        return RayEvaluator(config, address=address, jobs=jobs)
+    raise Cudal1Error(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")

@@ -1,0 +1,80 @@
+"""Both evaluation backends pass the same tests: verdicts, faults that cost one candidate only,
+no lost or duplicated results. Ray runs on a loopback cluster."""
+
+import pytest
+
+from cudal1.evaluate import EvalConfig
+from cudal1.evaluate.service import make_evaluator
+from cudal1.tasks import load_suite
+
+GELU = load_suite("bundled", validate=False).get("L1_20")
+CONFIG = EvalConfig(
+    device="cpu", trials=2, timing_budget_s=0.1, min_pairs=7, max_pairs=14, run_timeout_s=20
+)
+HONEST = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
+CRASH = HONEST.replace(
+    "return torch", "import faulthandler\n        faulthandler._sigsegv()\n        return torch"
+)
+HANG = HONEST.replace("return torch", "while True:\n            pass\n        return torch")
+WRONG = HONEST.replace("gelu(x)", "gelu(x) + 1e-3")
+
+
+@pytest.fixture(scope="module", params=["local", "ray"])
+def evaluator(request):
+    if request.param == "ray":
+        ray = pytest.importorskip("ray")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ev = make_evaluator(request.param, CONFIG, jobs=2)
+    yield ev
+    ev.close()
+    if request.param == "ray":
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_mixed_batch_every_result_once(evaluator):
+    sources = {
+        "honest": HONEST,
+        "crash": CRASH,
+        "hang": HANG,
+        "wrong": WRONG,
+        "honest2": HONEST + "\n# 2\n",
+    }
+    futures = {name: evaluator.submit(GELU, src) for name, src in sources.items()}
+    results = {name: f.result(timeout=600) for name, f in futures.items()}
+    assert results["honest"].status == "ok" and results["honest2"].status == "ok"
+    assert results["crash"].status == "runtime_error"
+    assert results["hang"].status == "timeout"
+    assert results["wrong"].status == "incorrect"
+    assert len({r.candidate_hash for r in results.values()}) == len(sources)
+
+
+@pytest.mark.slow
+def test_cache_and_fresh(evaluator):
+    first = evaluator(GELU, HONEST + "\n# cache\n")
+    again = evaluator(GELU, HONEST + "\n# cache\n")
+    assert again.phase_seconds == first.phase_seconds  # served from the cache
+    fresh = evaluator.submit(GELU, HONEST + "\n# cache\n", fresh=True).result()
+    assert fresh.status == "ok" and fresh.phase_seconds != first.phase_seconds
+
+
+@pytest.mark.slow
+def test_ray_actor_death_costs_one_candidate():
+    ray = pytest.importorskip("ray")
+    from cudal1.evaluate.ray_backend import RayEvaluator
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        ev = RayEvaluator(CONFIG, actors=1, jobs=1)
+        pending = ev.submit(GELU, HANG + "\n# killed\n")
+        import time
+
+        time.sleep(8)
+        ray.kill(ev.actors[0], no_restart=False)
+        lost = pending.result(timeout=120)
+        assert lost.status == "runtime_error" and "actor died" in lost.reasons[0]
+        after = ev(GELU, HONEST + "\n# after restart\n")  # the restarted actor serves again
+        assert after.status == "ok"
+        ev.close()
+    finally:
+        ray.shutdown()
