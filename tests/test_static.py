@@ -23,6 +23,16 @@ MODEL = "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return
         ("import cudal1.evaluate.timing\n", "harness_access"),
         ("import atexit\n", "hooks"),
         ("src = 'cudaStreamAttrValue a; a.accessPolicyWindow.hitRatio = 1;'\n", "l2_persistence"),
+        ("torch.backends.cudnn.benchmark = True\n", "global_flags"),
+        ("open('/tmp/x', 'w')\n", "file_io"),
+        ("from pathlib import Path\n(Path('/tmp') / 'x').write_text('1')\n", "file_io"),
+        ("import sys\nf = getattr(sys, '_get' + 'frame')\n", "obfuscation"),
+        ("import importlib\nm = importlib.import_module('multi' + 'processing')\n", "obfuscation"),
+        ("exec('x = 1')\n", "obfuscation"),
+        ("import time\nvars(time)['perf_counter'] = lambda: 0.0\n", "patching"),
+        ("import sys\nm = sys.modules['__main__']\n", "introspection"),
+        ("subs = torch.nn.Module.__subclasses__()\n", "introspection"),
+        ("from torch.utils._python_dispatch import _disable_current_modes\n", "introspection"),
     ],
 )
 def test_rejecting_flags(snippet, flag):
@@ -36,7 +46,6 @@ def test_rejecting_flags(snippet, flag):
     [
         ("import threading\n", "threads"),
         ("s = torch.cuda.Stream()\n", "stream"),
-        ("torch.backends.cudnn.benchmark = True\n", "global_flags"),
         ("torch.backends.cuda.matmul.allow_tf32 = True\n", "precision"),
         ("y = torch.ones(2).half()\n", "precision"),
         ("src = '__global__ void k(__half* x) {}'\n", "precision"),
@@ -44,7 +53,7 @@ def test_rejecting_flags(snippet, flag):
         ("import os\nos.environ['OMP_NUM_THREADS'] = '1'\n", "env_write"),
         ("try:\n    import foo\nexcept ImportError:\n    foo = make()\n", "try_fallback"),
         ("cache = {}\ndef f(x):\n    return cache.get(x.data_ptr())\n", "caching"),
-        ("open('/tmp/x', 'w')\n", "file_io"),
+        ("import numpy as np\n", "numpy"),
         ("g = torch.compile(lambda x: x)\n", "torch_compile"),
     ],
 )
@@ -52,6 +61,11 @@ def test_evidence_flags_do_not_reject_by_themselves(snippet, flag):
     report = analyze(HEADER + snippet + MODEL)
     assert flag in report.names
     assert flag not in REJECT_ANY
+
+
+def test_plain_getattr_is_not_obfuscation():
+    report = analyze(HEADER + "name = 'relu'\nf = getattr(torch, name)\n" + MODEL)
+    assert "obfuscation" not in report.names
 
 
 def test_reference_use_inside_model_new():

@@ -157,7 +157,7 @@ def measure_task(
                 "tolerance": config.tolerance,
                 "init_seed": secrets.randbits(62),
                 "lock": config.lock_path(),
-                "trial_seeds": [seed],
+                "trials": [{"seed": seed, "scale": 1.0}],
             },
             config.run_timeout_s,
         )

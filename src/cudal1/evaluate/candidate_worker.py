@@ -20,14 +20,14 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cudal1.evaluate import harness
 from cudal1.evaluate.compare import flatten_outputs
-from cudal1.evaluate.protocol import serve
+from cudal1.evaluate.protocol import result_channel, serve
 from cudal1.evaluate.reference import generate_inputs, prepare
 from cudal1.evaluate.timing import host_ms_per_call, l2_flusher, synchronize, time_call
 
@@ -120,7 +120,10 @@ class CandidateRunner:
         self.reference = prepare(
             self.task_module.make_model(init_seed), self.device, msg["module_mode"]
         )
+        TRUSTED.capture_reference(self.reference)
         self.output_bytes = msg["output_bytes"]
+        # Taken before any candidate code runs: every later thread or child is the candidate's.
+        self.threads_before, self.native_before = harness.thread_counts()
 
         t0 = time.perf_counter()
         try:
@@ -148,6 +151,15 @@ class CandidateRunner:
         )
         return {"status": "ok", "compile_s": compile_s, "init_s": time.perf_counter() - t0}
 
+    def _activity(self) -> dict[str, Any]:
+        """Threads and processes the candidate left running, and changed global settings."""
+        threads_now, _ = harness.thread_counts()
+        return {
+            "new_python_threads": len(threads_now - self.threads_before),
+            "children": harness.child_processes(),
+            "numerics_changed": harness.changed_numerics(self.numerics_before),
+        }
+
     def correctness(self, msg: dict[str, Any]) -> dict[str, Any]:
         with harness.device_lock(self.lock):
             return self._correctness(msg)
@@ -156,18 +168,18 @@ class CandidateRunner:
         """Run the plan's calls; save each output as it was when the call returned."""
         warm = generate_inputs(self.task_module, msg["warmup_seed"], self.device)
         try:
-            for _ in range(2):  # lazy initialisation (JIT, handles, thread pools) settles here
+            for _ in range(2):  # lazy initialisation (JIT, handles) settles here
                 with torch.no_grad():
                     self.model(*warm)
                 synchronize(self.device)
         except BaseException as e:
             return _failure("runtime_error", "forward raised", e)
         del warm
-        threads_before, native_before = harness.thread_counts()
+        _, native_before = harness.thread_counts()
         calls = []
         buffers: list[Any] | None = None
         for step in msg["plan"]:
-            fresh = generate_inputs(self.task_module, step["seed"], self.device)
+            fresh = generate_inputs(self.task_module, step["seed"], self.device, step["scale"])
             if step["reuse_buffers"] and buffers is not None:
                 harness.refill(buffers, fresh)
                 inputs = buffers
@@ -194,13 +206,12 @@ class CandidateRunner:
             torch.save([s.detach().cpu() for s in snapshot], step["path"])
             calls.append(facts)
             del out, snapshot
-        threads_after, native_after = harness.thread_counts()
+        _, native_after = harness.thread_counts()
         return {
             "status": "ok",
             "calls": calls,
-            "new_python_threads": len(threads_after - threads_before),
             "native_threads_delta": native_after - native_before,
-            "numerics_changed": harness.changed_numerics(self.numerics_before),
+            **self._activity(),
         }
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -209,16 +220,16 @@ class CandidateRunner:
 
     def _time(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Paired timing: reference and candidate alternate in random order, each call on fresh
-        inputs copied into fixed buffers after an L2 flush; a random few candidate outputs are
-        saved for the judge."""
+        inputs copied into fixed buffers after an L2 flush. Whether a candidate call's output
+        goes to the judge is drawn only after the call has returned (selection sampling: exactly
+        `check` of them), so no call can know in advance that it will be checked."""
         rng = random.Random(int.from_bytes(os.urandom(8), "little"))
         flush = l2_flusher(self.device)
         cand_seeds, ref_seeds = msg["candidate_seeds"], msg["reference_seeds"]
         pairs = len(cand_seeds)
         cand_buf = generate_inputs(self.task_module, msg["buffer_seeds"][0], self.device)
         ref_buf = generate_inputs(self.task_module, msg["buffer_seeds"][1], self.device)
-        checked = set(rng.sample(range(pairs), min(msg["check"], pairs)))
-        threads_before, _ = harness.thread_counts()
+        to_check = min(msg["check"], pairs)
         cand_ms, ref_ms, order, escaped, saved = [], [], [], 0, []
         try:
             with torch.no_grad():
@@ -242,16 +253,13 @@ class CandidateRunner:
                             continue
                         cand_ms.append(call.ms)
                         escaped += call.escaped
-                        if i in checked:
+                        if rng.random() * (pairs - i) < to_check - len(saved):
                             path = Path(msg["out_dir"]) / f"timed_{i}.pt"
-                            torch.save(
-                                [t.detach().cpu() for t in flatten_outputs(call.output)[0]], path
-                            )
+                            torch.save([t.detach().cpu() for t in call.snapshot], path)
                             saved.append({"seed": seed, "path": str(path)})
                 host = host_ms_per_call(self.device, self.model, cand_buf, HOST_BATCH_CALLS)
         except BaseException as e:
             return _failure("runtime_error", "forward raised while timing", e)
-        threads_after, _ = harness.thread_counts()
         return {
             "status": "ok",
             "candidate_ms": cand_ms,
@@ -260,8 +268,7 @@ class CandidateRunner:
             "escaped_calls": escaped,
             "saved": saved,
             "host_ms_per_call": host,
-            "new_python_threads": len(threads_after - threads_before),
-            "numerics_changed": harness.changed_numerics(self.numerics_before),
+            **self._activity(),
         }
 
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -283,9 +290,84 @@ class CandidateRunner:
             return _failure("runtime_error", "forward raised while profiling", e)
         return {
             "status": "ok",
-            "aten_ops": sorted(op for op in log.ops if op.rstrip("_") not in LAYOUT_OPS),
+            "aten_ops": sorted(op for op in log.ops if not _is_layout(op)),
             "kernels": kernels,
+            **self._activity(),
         }
+
+
+def _is_layout(op: str) -> bool:
+    return op in LAYOUT_OPS or op.rstrip("_") in LAYOUT_OPS
+
+
+class _Trusted:
+    """The harness's own callables, captured before any candidate code exists. After every
+    command the worker reports which of them no longer are what they were (monkeypatching of
+    timers, comparators, the harness or the reference: HACKS.md #4, #24)."""
+
+    NAMES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "time": ("perf_counter", "sleep", "monotonic"),
+        "torch": ("equal", "save"),
+        "torch.cuda": ("synchronize", "Event", "current_stream"),
+        "torch.Tensor": ("clone", "copy_", "cpu", "contiguous", "view"),
+        "torch.cuda.Event": ("record", "elapsed_time", "synchronize"),
+        "cudal1.evaluate.harness": (
+            "output_facts",
+            "refill",
+            "clone_inputs",
+            "model_state",
+            "thread_counts",
+            "child_processes",
+            "changed_numerics",
+            "numerics_state",
+            "poison_free_memory",
+            "device_lock",
+        ),
+        "cudal1.evaluate.timing": (
+            "time_call",
+            "l2_flusher",
+            "host_ms_per_call",
+            "same_bits",
+            "bits",
+        ),
+        "cudal1.evaluate.reference": ("generate_inputs", "prepare"),
+        "cudal1.evaluate.compare": ("flatten_outputs",),
+        "__main__": ("time_call", "generate_inputs", "harness", "flatten_outputs"),
+    }
+
+    def __init__(self) -> None:
+        self.captured = {
+            (owner, name): self._lookup(owner, name)
+            for owner, names in self.NAMES.items()
+            for name in names
+        }
+
+    @staticmethod
+    def _lookup(owner: str, name: str) -> Any:
+        obj: Any = sys.modules.get(owner)
+        if obj is None:  # a class path such as torch.cuda.Event
+            module, _, cls = owner.rpartition(".")
+            obj = getattr(sys.modules[module], cls)
+        return getattr(obj, name, None) if not isinstance(obj, dict) else obj.get(name)
+
+    def capture_reference(self, reference: torch.nn.Module) -> None:
+        self.reference_forward = type(reference).forward
+        self.reference_class = type(reference)
+        self.reference = reference
+
+    def check(self) -> list[str]:
+        changed = [
+            f"{owner}.{name}"
+            for (owner, name), obj in self.captured.items()
+            if self._lookup(owner, name) is not obj
+        ]
+        if getattr(self, "reference", None) is not None and (
+            type(self.reference) is not self.reference_class
+            or self.reference_class.forward is not self.reference_forward
+            or "forward" in vars(self.reference)
+        ):
+            changed.append("the reference model's forward")
+        return changed
 
 
 def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]]:
@@ -315,6 +397,9 @@ def _failure(status: str, what: str, e: BaseException) -> dict[str, Any]:
     return {"status": status, "error": f"{what}: {text[:4000]}"}
 
 
+TRUSTED = _Trusted()
+
+
 def main() -> None:
     runner = CandidateRunner()
     serve(
@@ -324,7 +409,8 @@ def main() -> None:
             "time": runner.time,
             "profile": runner.profile,
         },
-        int(sys.argv[1]),
+        result_channel(),
+        integrity=TRUSTED.check,
     )
 
 

@@ -110,6 +110,11 @@ def numerics_state() -> dict[str, Any]:
         "cudnn.benchmark": torch.backends.cudnn.benchmark,
         "cudnn.deterministic": torch.backends.cudnn.deterministic,
         "cudnn.enabled": torch.backends.cudnn.enabled,
+        "mkldnn.enabled": torch.backends.mkldnn.enabled,
+        "sdp.flash": torch.backends.cuda.flash_sdp_enabled(),
+        "sdp.mem_efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
+        "sdp.math": torch.backends.cuda.math_sdp_enabled(),
+        "sdp.cudnn": torch.backends.cuda.cudnn_sdp_enabled(),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "default_dtype": str(torch.get_default_dtype()),
@@ -167,6 +172,31 @@ def thread_counts() -> tuple[set[int], int]:
     except OSError:
         native = threading.active_count()
     return python, native
+
+
+def child_processes() -> list[str]:
+    """Live child processes of this process (a candidate's pools, forks and helpers)."""
+    me = str(os.getpid())
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for pid in entries:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name, rest = (
+            stat[stat.index("(") + 1 : stat.rindex(")")],
+            stat[stat.rindex(")") + 2 :].split(),
+        )
+        if rest[1] == me and rest[0] != "Z":
+            found.append(f"{pid}:{name}")
+    return found
 
 
 def _storage_range(t: torch.Tensor) -> tuple[int, int]:

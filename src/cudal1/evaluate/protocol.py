@@ -10,8 +10,10 @@ with `weights_only=True`.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -19,11 +21,13 @@ import sys
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 MAX_LINE_BYTES = 16 << 20
+RESULT_FD_ENV = "CUDAL1_RESULT_FD"
 
 
 class WorkerGone(Exception):
@@ -47,11 +51,18 @@ class Worker:
     result_fd: int
     log_path: Path
     _buffer: bytes = b""
+    _pending: tuple[str, str] | None = None
 
     def send(self, message: dict[str, Any]) -> None:
+        """Send a command with a fresh nonce; its answer must echo both (one answer per command:
+        a forged or extra answer on the channel shows up as a mismatch)."""
+        if self._pending is not None:
+            raise ProtocolError(f"{self.role}: a command is still unanswered")
+        nonce = secrets.token_hex(8)
+        self._pending = (message["cmd"], nonce)
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.write((json.dumps({**message, "nonce": nonce}) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as e:
             raise WorkerGone(f"{self.role} process is gone ({e})") from None
@@ -79,17 +90,34 @@ class Worker:
             raise ProtocolError(f"{self.role} sent a malformed message") from None
         if not isinstance(message, dict):
             raise ProtocolError(f"{self.role} sent a non-object message")
+        expected, self._pending = self._pending, None
+        if expected is None or (message.get("reply"), message.get("nonce")) != expected:
+            raise ProtocolError(f"{self.role} sent an answer to no pending command")
+        if self._buffer.strip():
+            raise ProtocolError(f"{self.role} sent more than one answer")
         return message
 
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send a command and wait for the answer to it (answers echo the command name)."""
+        """Send a command and wait for its answer."""
         self.send(message)
-        answer = self.recv(timeout_s)
-        if answer.get("reply") != message["cmd"]:
-            raise ProtocolError(
-                f"{self.role} answered {answer.get('reply')!r} to {message['cmd']!r}"
-            )
-        return answer
+        return self.recv(timeout_s)
+
+    def finish(self, timeout_s: float = 10.0) -> None:
+        """Ask the worker to stop and check that nothing beyond its answers was ever written on
+        its channel (a candidate that forged an answer leaves the genuine one behind)."""
+        self.send({"cmd": "stop"})
+        self._pending = None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.result_fd], [], [], 0.2)
+            if not ready:
+                continue
+            chunk = os.read(self.result_fd, 1 << 16)
+            if not chunk:
+                break
+            self._buffer += chunk
+        if self._buffer.strip():
+            raise ProtocolError(f"{self.role} wrote messages nobody asked for")
 
     def _exit_note(self) -> str:
         try:
@@ -137,14 +165,16 @@ def spawn(role: str, log_dir: Path, env: dict[str, str] | None = None) -> Worker
     """Start `python -m cudal1.evaluate.<role>` in its own process group. It imports torch and
     waits for its first command, which names the directory it works in."""
     read_fd, write_fd = os.pipe()
+    os.set_inheritable(write_fd, True)
     log_path = log_dir / f"{role}-{uuid.uuid4().hex[:12]}.log"
     log = log_path.open("wb")
     proc_env = dict(os.environ)
     proc_env.update(env or {})
     proc_env["PYTHONUNBUFFERED"] = "1"
+    proc_env[RESULT_FD_ENV] = str(write_fd)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", f"cudal1.evaluate.{role}", str(write_fd)],
+            [sys.executable, "-m", f"cudal1.evaluate.{role}"],
             stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -159,14 +189,30 @@ def spawn(role: str, log_dir: Path, env: dict[str, str] | None = None) -> Worker
     return Worker(role, proc, read_fd, log_path)
 
 
-def serve(handlers: dict[str, Any], result_fd: int) -> None:
-    """Worker side: answer commands from stdin until `stop` or end of input. A pre-started
-    worker initialises CUDA before its first command when CUDAL1_WARM=cuda."""
+def result_channel() -> int:
+    """Worker side: take the result pipe from the environment and move it to an unpredictable
+    descriptor number, so candidate code cannot find it from argv or the environment."""
+    fd = int(os.environ.pop(RESULT_FD_ENV))
+    hidden = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100 + secrets.randbelow(900))
+    os.close(fd)
+    return hidden
+
+
+def serve(
+    handlers: dict[str, Any],
+    result_fd: int,
+    integrity: Callable[[], list[str]] | None = None,
+) -> None:
+    """Worker side: answer commands from stdin until `stop` or end of input. Each answer echoes
+    its command's nonce; `integrity` (trusted functions still the ones captured at start?) is
+    checked after every command and reported. A pre-started worker initialises CUDA before its
+    first command when CUDAL1_WARM=cuda."""
     if os.environ.get("CUDAL1_WARM") == "cuda":
         import torch
 
         torch.cuda.init()
-    out = os.fdopen(result_fd, "w", buffering=1)
+    write = os.write  # bound now, before any candidate code exists
+    dumps = json.dumps
     for line in sys.stdin:
         message = json.loads(line)
         cmd = message["cmd"]
@@ -176,5 +222,8 @@ def serve(handlers: dict[str, Any], result_fd: int) -> None:
             answer = handlers[cmd](message)
         except Exception as e:  # reported to the parent, which decides what it means
             answer = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
-        out.write(json.dumps({"reply": cmd, **answer}) + "\n")
-        out.flush()
+        if integrity is not None:
+            answer["tampered"] = integrity()
+        data = (dumps({"reply": cmd, "nonce": message.get("nonce"), **answer}) + "\n").encode()
+        while data:
+            data = data[write(result_fd, data) :]

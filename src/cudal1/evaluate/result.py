@@ -48,6 +48,9 @@ class Timing:
     remeasured: int
     host_ms_per_call: float | None = None
     profiler_kernel_ms: float | None = None
+    speedup_basis: str = "paired"
+    """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
+    ran slower than alone and the paired ratio would have been inflated."""
 
 
 @dataclass

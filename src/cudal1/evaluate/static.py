@@ -26,11 +26,14 @@ REJECT_ANY = frozenset(
         "processes",  # fork/subprocess/system: work outside the measured process
         "harness_access",  # importing cudal1 (the evaluator) from the candidate
         "hooks",  # signal handlers, atexit, sys.settrace/setprofile
+        "obfuscation",  # names built at run time for getattr/import, eval/exec of strings
+        "file_io",  # writing files: state kept across runs, poisoned build caches
+        "global_flags",  # process-wide backend settings, even when restored afterwards
     }
 )
 """Flags that reject whatever the policy."""
 
-REJECT_KERNEL = frozenset({"precision", "try_fallback", "reference_call"})
+REJECT_KERNEL = frozenset({"precision", "try_fallback", "reference_call", "numpy"})
 """Flags that also reject under policy `kernel` (a strict track: own kernels, full precision)."""
 
 _PROTECTED_MODULES = ("torch", "time", "triton", "builtins", "numpy", "cudal1", "sys", "os", "gc")
@@ -49,6 +52,9 @@ _IMPORT_FLAGS = {
     "atexit": "hooks",
     "cudal1": "harness_access",
     "socket": "network",
+    "numpy": "numpy",
+    "shutil": "file_io",
+    "tempfile": "file_io",
     "urllib": "network",
     "requests": "network",
 }
@@ -104,7 +110,27 @@ _CALL_FLAGS = {
     "lru_cache": "caching",
     "id": "caching",
     "setattr": "setattr",
+    "eval": "obfuscation",
+    "exec": "obfuscation",
+    "compile": "obfuscation",
+    "os.makedirs": "file_io",
+    "os.mkdir": "file_io",
+    "os.remove": "file_io",
+    "os.rename": "file_io",
+    "os.symlink": "file_io",
+    "torch.save": "file_io",
 }
+_FILE_METHODS = frozenset(
+    {"write_text", "write_bytes", "mkdir", "touch", "unlink", "rename", "symlink_to", "rmdir"}
+)
+_DYNAMIC_NAME_CALLS = (
+    "getattr",
+    "setattr",
+    "delattr",
+    "hasattr",
+    "__import__",
+    "importlib.import_module",
+)
 
 _ATTR_FLAGS = {
     "f_back": "introspection",
@@ -127,6 +153,14 @@ _ATTR_FLAGS = {
     "allow_fp16_reduced_precision_reduction": "precision",
     "allow_bf16_reduced_precision_reduction": "precision",
     "data_ptr": "caching",
+    "__subclasses__": "introspection",
+    "__mro__": "introspection",
+    "__bases__": "introspection",
+    "modules": "sys_modules",  # resolved in visit_Attribute: only sys.modules counts
+    "_python_dispatch": "introspection",
+    "_disable_current_modes": "introspection",
+    "_get_current_dispatch_mode": "introspection",
+    "_unset_dispatch_mode": "introspection",
 }
 
 _CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -249,6 +283,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         self._check_import(module, node)
+        for part in [*module.split("."), *(a.name for a in node.names)]:
+            if _ATTR_FLAGS.get(part) == "introspection":
+                self._flag("introspection", node, f"from {module} import ...")
         for a in node.names:
             self.aliases[a.asname or a.name] = f"{module}.{a.name}"
             self._check_import(f"{module}.{a.name}", node)
@@ -314,7 +351,9 @@ class _Visitor(ast.NodeVisitor):
             name = self._dotted(target.value) or ""
             if name == "os.environ":
                 self._flag("env_write", node, "os.environ[...] =")
-            elif name.startswith(("builtins", "__builtins__", "sys.modules")):
+            elif name.startswith(("builtins", "__builtins__", "sys.modules")) or name.endswith(
+                ("__dict__", "vars()")
+            ):
                 self._flag("patching", node, f"{name}[...] =")
             return
         if not isinstance(target, ast.Attribute):
@@ -331,6 +370,22 @@ class _Visitor(ast.NodeVisitor):
     # expressions -------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         name = self._dotted(node.func) or ""
+        if name in _DYNAMIC_NAME_CALLS:
+            arg = (
+                node.args[1]
+                if name.endswith("attr") and len(node.args) > 1
+                else (node.args[0] if node.args else None)
+            )
+            if arg is not None and not isinstance(arg, (ast.Constant, ast.Name)):
+                self._flag("obfuscation", node, f"{name} with a name computed at run time")
+        attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if attr in _FILE_METHODS or (attr == "write" and name.split(".")[0] not in ("self", "sys")):
+            self._flag("file_io", node, f".{attr}(...)")
+        if name.endswith(".open") and any(
+            isinstance(a, ast.Constant) and any(c in str(a.value) for c in "wax+")
+            for a in node.args
+        ):
+            self._flag("file_io", node, f"{name}(write mode)")
         flag = _CALL_FLAGS.get(name)
         if flag == "setattr":
             obj = self._dotted(node.args[0]) if node.args else None
@@ -371,8 +426,13 @@ class _Visitor(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         flag = _ATTR_FLAGS.get(node.attr)
-        if flag:
+        if flag == "sys_modules":
+            if self._dotted(node) == "sys.modules":
+                self._flag("introspection", node, "sys.modules")
+        elif flag:
             self._flag(flag, node, f".{node.attr}")
+        if node.attr == "_C" and (self._dotted(node) or "").startswith("torch._C"):
+            self._flag("introspection", node, "torch._C internals")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:

@@ -61,6 +61,8 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 class TimedCall:
     ms: float
     output: Any
+    snapshot: list[torch.Tensor]
+    """The output as it was when the call returned (what the judge sees if it is checked)."""
     escaped: bool
     """The output changed between the end of the timed region and a device-wide synchronise."""
 
@@ -79,7 +81,7 @@ def time_call(device: str, fn: Callable[..., Any], args: Sequence[Any]) -> Timed
         escaped = not all(
             same_bits(s, t) for s, t in zip(snapshot, flatten_outputs(out)[0], strict=True)
         )
-        return TimedCall(start.elapsed_time(end), out, escaped)
+        return TimedCall(start.elapsed_time(end), out, snapshot, escaped)
     t0 = time.perf_counter()
     out = fn(*args)
     ms = (time.perf_counter() - t0) * 1e3
@@ -88,7 +90,7 @@ def time_call(device: str, fn: Callable[..., Any], args: Sequence[Any]) -> Timed
     escaped = not all(
         same_bits(s, t) for s, t in zip(snapshot, flatten_outputs(out)[0], strict=True)
     )
-    return TimedCall(ms, out, escaped)
+    return TimedCall(ms, out, snapshot, escaped)
 
 
 def synchronize(device: str) -> None:

@@ -2,13 +2,15 @@
 
 from cudal1.optimize.loop import OptimizeConfig, Optimizer, OptimizeSummary, RoundSummary
 from cudal1.optimize.outputs import write_outputs
-from cudal1.optimize.review import Reviewer
+from cudal1.optimize.review import Reviewer, ReviewThresholds, review
 
 __all__ = [
     "OptimizeConfig",
     "OptimizeSummary",
     "Optimizer",
+    "ReviewThresholds",
     "Reviewer",
     "RoundSummary",
+    "review",
     "write_outputs",
 ]

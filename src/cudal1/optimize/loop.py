@@ -22,7 +22,7 @@ from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalResult
 from cudal1.evaluate.service import Evaluator
 from cudal1.exemplars import Exemplar, ExemplarDB, IslandSampler, make_sampler
-from cudal1.optimize.review import Reviewer, review
+from cudal1.optimize.review import Reviewer, ReviewThresholds, review
 from cudal1.policy import (
     Policy,
     PolicyExhausted,
@@ -55,11 +55,8 @@ class OptimizeConfig:
     eval_jobs: int = 4
     """Evaluations in flight at once (device phases still take turns on the device lock)."""
     run: str = "optimize"
-    review_above: float = 3.0
-    """Re-measure wins above this speedup..."""
-    review_relative: float = 2.0
-    """...or above this multiple of the task's best so far."""
-    remeasure_tolerance: float = 0.10
+    review: ReviewThresholds = field(default_factory=ReviewThresholds)
+    """When a win is re-measured, and how far two measurements may differ."""
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.samples < 1 or self.exemplars < 1 or self.turns < 1:
@@ -168,7 +165,7 @@ class Optimizer:
                 parsed.code,
                 result,
                 best_before,
-                self.cfg,
+                self.cfg.review,
                 self.db,
                 self.reviewer,
                 lambda: self._reevaluate(parsed.code),  # type: ignore[arg-type]

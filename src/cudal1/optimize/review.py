@@ -15,15 +15,11 @@ import dataclasses
 import difflib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from cudal1.evaluate import EvalResult
 from cudal1.exemplars import ExemplarDB, HackCase
 from cudal1.policy import Policy, Prompt
 from cudal1.tasks import Task
-
-if TYPE_CHECKING:
-    from cudal1.optimize.loop import OptimizeConfig
 
 REVIEW_INSTRUCTIONS = """You review GPU kernels submitted for a speed benchmark. A submission must
 compute the reference's result on every call from its inputs. Reward hacks include: work left
@@ -72,8 +68,17 @@ def similar_cases(code: str, cases: list[HackCase], k: int = 3) -> list[HackCase
     return scored[:k]
 
 
-def needs_review(speedup: float, best_before: float, cfg: OptimizeConfig) -> bool:
-    return speedup > cfg.review_above or speedup > cfg.review_relative * best_before
+@dataclass(frozen=True)
+class ReviewThresholds:
+    above: float = 3.0
+    """Re-measure wins above this speedup..."""
+    relative: float = 2.0
+    """...or above this multiple of the task's best so far."""
+    tolerance: float = 0.10
+    """Drop the win when the two measurements differ by more than this fraction."""
+
+    def triggered(self, speedup: float, best_before: float) -> bool:
+        return speedup > self.above or speedup > self.relative * best_before
 
 
 async def review(
@@ -81,25 +86,23 @@ async def review(
     code: str,
     result: EvalResult,
     best_before: float,
-    cfg: OptimizeConfig,
+    thresholds: ReviewThresholds,
     db: ExemplarDB,
     reviewer: Reviewer | None,
     reevaluate: Callable[[], Awaitable[EvalResult]],
 ) -> EvalResult:
     """The result to store: unchanged, or turned into a rejection with the reason."""
-    if (
-        not result.ok
-        or result.speedup is None
-        or not needs_review(result.speedup, best_before, cfg)
-    ):
+    if not result.ok or result.speedup is None:
+        return result
+    if not thresholds.triggered(result.speedup, best_before):
         return result
     again = await reevaluate()
     first, second = result.speedup, again.speedup if again.ok else None
-    if second is None or abs(first - second) / max(first, second) > cfg.remeasure_tolerance:
+    if second is None or abs(first - second) / max(first, second) > thresholds.tolerance:
         return _rejected(
             result,
             f"remeasure: speedup {first:.3f} then {second if second is None else round(second, 3)}"
-            f" (differ by more than {cfg.remeasure_tolerance:.0%})",
+            f" (differ by more than {thresholds.tolerance:.0%})",
         )
     if reviewer is not None:
         is_hack, why = await reviewer.judge(task, code, first, similar_cases(code, db.hack_cases()))
