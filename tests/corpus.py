@@ -34,6 +34,8 @@ class Case:
     hack: int | None = None
     policy: str = "any"
     tolerance: str = "calibrated"
+    static: bool = True
+    """False: the static gate only records flags, so the case tests the dynamic checks."""
     note: str = ""
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -67,13 +69,14 @@ def test_config(case: Case) -> EvalConfig:
             device="cpu",
             policy=case.policy,  # type: ignore[arg-type]
             tolerance=case.tolerance,  # type: ignore[arg-type]
+            static_gate=case.static,
             trials=2,
             timing_budget_s=0.1,
             min_pairs=7,
             max_pairs=14,
             timed_samples_checked=2,
         )
-    return EvalConfig(device="cuda", policy=case.policy, tolerance=case.tolerance)  # type: ignore[arg-type]
+    return EvalConfig(device="cuda", policy=case.policy, tolerance=case.tolerance, static_gate=case.static)  # type: ignore[arg-type]
 
 
 def run_case(case: Case) -> EvalResult:

@@ -12,6 +12,7 @@ import typer
 
 from cudal1 import __version__
 from cudal1.cli import tasks as tasks_cmd
+from cudal1.cli import train as train_cmd
 from cudal1.cli.bench import bench_command, report_command
 from cudal1.cli.eval import eval_command
 from cudal1.cli.optimize import optimize_command
@@ -32,6 +33,7 @@ app.command("optimize")(optimize_command)
 app.command("bench")(bench_command)
 app.command("report")(report_command)
 app.command("serve")(serve_command)
+app.add_typer(train_cmd.app, name="train")
 
 _state = {"debug": False}
 

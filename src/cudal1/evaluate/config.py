@@ -33,6 +33,10 @@ class EvalConfig:
     sizes: Literal["auto", "full", "cpu"] = "auto"
     """Task size profile: `auto` is `cpu` (CPU_SIZES) on the CPU device and `full` on CUDA."""
 
+    static_gate: bool = True
+    """Reject on static flags before running anything. False records them only and leaves the
+    verdict to the dynamic checks (how the red-team suite tests that layer on its own)."""
+
     trials: int = 3
     """Correctness trials with fresh secret-seeded inputs (plus one refill and one repeat)."""
     timed_samples_checked: int = 4

@@ -1,9 +1,11 @@
-"""Prompts built when drawn: a dataset whose items show each task's *current* exemplars.
+"""Prompts built when drawn: a stream of training items whose prompts show each task's *current*
+exemplars.
 
-TRL's GRPO sampler draws every index G times in a row (one group); the G draws of one group get
-the same prompt and exemplars (the item is cached per group), and the next group of the same task
-is built afresh from the database, which by then holds the earlier rollouts. With `exemplars =
-False` the prompt shows no earlier candidates: the plain-GRPO ablation.
+The stream visits the tasks in a shuffled order, epoch after epoch, and builds each item at the
+moment the trainer pulls it, from the database as it is then, which by then holds the rollouts
+of earlier steps. TRL repeats each pulled item G times to form a GRPO group, so every member of
+a group sees the same prompt and exemplars. With `exemplars=False` the prompt shows no earlier
+candidates: the plain-GRPO ablation.
 """
 
 from __future__ import annotations
@@ -11,50 +13,40 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
-
-from torch.utils.data import Dataset
 
 from cudal1.exemplars import ExemplarDB, IslandSampler, Sampler
 from cudal1.policy import contrastive_prompt
 from cudal1.tasks import Task
 
 
-class ContrastivePromptDataset(Dataset):
+class ContrastivePrompts:
     def __init__(
         self,
         tasks: list[Task],
         db: ExemplarDB,
         sampler: Sampler,
         *,
-        group_size: int,
         device: str = "cuda",
         exemplars: bool = True,
         low_precision: bool = False,
         seed: int = 0,
     ) -> None:
         self.tasks, self.db, self.sampler = tasks, db, sampler
-        self.group_size, self.device, self.exemplars = group_size, device, exemplars
-        self.low_precision, self.seed = low_precision, seed
-        self.draws: Counter[int] = Counter()
-        self.cache: dict[int, tuple[int, dict[str, Any]]] = {}
+        self.device, self.exemplars, self.low_precision, self.seed = (
+            device,
+            exemplars,
+            low_precision,
+            seed,
+        )
+        self.draws: Counter[str] = Counter()
 
-    def __len__(self) -> int:
-        return len(self.tasks)
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        group = self.draws[index] // self.group_size
-        self.draws[index] += 1
-        cached = self.cache.get(index)
-        if cached is not None and cached[0] == group:
-            return cached[1]
-        item = self.build(index, group)
-        self.cache[index] = (group, item)
-        return item
-
-    def build(self, index: int, group: int) -> dict[str, Any]:
-        task = self.tasks[index]
-        rng = random.Random(f"{self.seed}:{task.id}:{group}")
+    def build(self, task: Task) -> dict[str, Any]:
+        """One item for `task`, from the database as it is now."""
+        draw = self.draws[task.id]
+        self.draws[task.id] += 1
+        rng = random.Random(f"{self.seed}:{task.id}:{draw}")
         shown = []
         if self.exemplars:
             candidates = self.db.exemplars(task.id, correct_only=True)
@@ -69,3 +61,32 @@ class ContrastivePromptDataset(Dataset):
             "task_id": task.id,
             "exemplar_ids": json.dumps(prompt.exemplar_ids),
         }
+
+    def stream(self) -> Iterator[dict[str, Any]]:
+        """Endless: each epoch visits every task once, in a seeded shuffled order."""
+        epoch = 0
+        while True:
+            order = list(self.tasks)
+            random.Random(f"{self.seed}:epoch:{epoch}").shuffle(order)
+            for task in order:
+                yield self.build(task)
+            epoch += 1
+
+    def dataset(self) -> Any:
+        """A `datasets.IterableDataset` over `stream()`, as TRL's trainers take it."""
+        from datasets import Features, IterableDataset, List, Value
+
+        features = Features(
+            {
+                "prompt": List({"role": Value("string"), "content": Value("string")}),
+                "task_id": Value("string"),
+                "exemplar_ids": Value("string"),
+            }
+        )
+        return IterableDataset.from_generator(
+            _generate, gen_kwargs={"source": self}, features=features
+        )
+
+
+def _generate(source: ContrastivePrompts) -> Iterator[dict[str, Any]]:
+    yield from source.stream()

@@ -6,8 +6,9 @@ lines is set to its maximum, so those lines survive the harness's flush and the 
 partly served from L2 on the next call. Here no string in the file spells the API: identifiers
 are built by token pasting and the enum values are written as numbers (launch attribute 1,
 device limit 6, access property 2, device attributes 108/109). Only dynamic evidence can catch
-it: reset the carve-out (limit 6 back to 0, cudaCtxResetPersistingL2Cache) before every timed
-call, or compare the device limit before and after the candidate runs, or a roofline ceiling.
+it: set the carve-out (device limit 6) back to 0 and reset the L2 lines it holds before every
+timed call, or compare the device limit before and after the candidate runs, or a roofline
+ceiling.
 """
 
 import torch

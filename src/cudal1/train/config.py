@@ -1,0 +1,173 @@
+"""Training configuration: one dataclass per stage, read from a TOML file and overridden from the
+command line (`--set section.field=value`). Every field has a docstring; unknown keys are errors.
+
+    [run]            # RunConfig: shared by every stage
+    [eval]           # EvalConfig fields (device, policy, tolerance, ...)
+    [shaping]        # reward shaping (GRPO)
+    [review]         # re-measurement thresholds (GRPO)
+    [augment] [sft] [rft] [grpo]   # the stage's own fields
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate import EvalConfig
+from cudal1.optimize import ReviewThresholds
+from cudal1.train.reward import ShapingConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+T = TypeVar("T")
+
+
+@dataclass(kw_only=True)
+class RunConfig:
+    out: Path = Path("runs/train")
+    """Run directory: datasets, the exemplar database, checkpoints and logs live here."""
+    model: str = "tiny-random"
+    """A Hugging Face model path or name; `tiny-random` builds a tiny random model offline."""
+    suite: str = "bundled"
+    split: str = "train"
+    """Tasks trained on: `train` (default, never the held-out split), `heldout` or `all`."""
+    tasks: list[str] = field(default_factory=list)
+    """Restrict to these task ids (empty: the whole split)."""
+    device: str = "cuda"
+    """Where the model trains (the evaluator's device is [eval].device)."""
+    eval_backend: str = "local"
+    """`local` or `ray` (then `ray_address`)."""
+    ray_address: str | None = None
+    eval_jobs: int = 4
+    seed: int = 0
+    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
+    """TensorBoard by default; add "wandb" for Weights & Biases."""
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.split not in ("train", "heldout", "all"):
+            raise ValueError(f"split must be train, heldout or all, not {self.split!r}")
+
+
+@dataclass(kw_only=True)
+class AugmentConfig:
+    teachers: list[str] = field(default_factory=lambda: ["local"])
+    """Policies that write one-shot rewrites: URLs (with `teacher_models`), `local`, `replay:FILE`."""
+    teacher_models: list[str] = field(default_factory=list)
+    """Model names for URL teachers, in the same order."""
+    attempts: int = 20
+    """A: attempts per teacher and task."""
+    keep: int = 2
+    """K: successful candidates kept per task (the fastest)."""
+
+
+@dataclass(kw_only=True)
+class SFTConfig:
+    dataset: Path | None = None
+    """Chat-format JSON lines (`messages`); default: the run's augment output."""
+    epochs: float = 1.0
+    learning_rate: float = 1e-5
+    batch_size: int = 1
+    gradient_accumulation: int = 1
+    max_length: int = 8192
+    lora: bool = False
+    """Train a LoRA adapter (peft) instead of all weights."""
+    lora_rank: int = 16
+
+    def __post_init__(self) -> None:
+        self.dataset = Path(self.dataset) if self.dataset is not None else None
+
+
+@dataclass(kw_only=True)
+class RFTConfig:
+    rounds: int = 2
+    samples: int = 4
+    """Samples per task per round."""
+    max_new_tokens: int = 2048
+    temperature: float = 1.0
+
+
+@dataclass(kw_only=True)
+class GRPOStageConfig:
+    backend: str = "trl"
+    """`trl` (this machine, accelerate) or `verl` (Ray cluster; see `cudal1.train.verl`)."""
+    steps: int = 100
+    num_generations: int = 4
+    """G: completions per prompt (one group)."""
+    prompts_per_step: int = 1
+    max_completion_length: int = 4096
+    learning_rate: float = 1e-6
+    beta: float = 0.04
+    """KL coefficient."""
+    epsilon: float = 0.2
+    """PPO-style ratio clip."""
+    temperature: float = 1.0
+    exemplars: int = 2
+    """N: earlier candidates in each prompt; 0 is the plain-GRPO ablation."""
+    sampler: str = "bucket"
+    tau: float = 1.0
+    save_steps: int = 50
+    use_vllm: bool = False
+    lora: bool = False
+    review_llm: str | None = None
+    """An optional reviewing LLM for suspicious wins (same forms as `--llm`)."""
+
+
+STAGES: dict[str, type] = {
+    "run": RunConfig,
+    "eval": EvalConfig,
+    "shaping": ShapingConfig,
+    "review": ReviewThresholds,
+    "augment": AugmentConfig,
+    "sft": SFTConfig,
+    "rft": RFTConfig,
+    "grpo": GRPOStageConfig,
+}
+
+
+def load_config(path: Path | None, overrides: list[str]) -> dict[str, Any]:
+    """All sections, from the file (if any) and `section.field=value` overrides (JSON values,
+    bare strings allowed)."""
+    raw: dict[str, dict[str, Any]] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise Cudal1Error(f"config {path}: {e}") from None
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot:
+            raise Cudal1Error(f"--set {item!r}: write section.field=value, e.g. grpo.steps=10")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        raw.setdefault(section, {})[name] = parsed
+    unknown = set(raw) - set(STAGES)
+    if unknown:
+        raise Cudal1Error(
+            f"unknown config section(s) {sorted(unknown)}: choose from {sorted(STAGES)}"
+        )
+    return {name: build(cls, raw.get(name, {}), name) for name, cls in STAGES.items()}
+
+
+def build(cls: type[T], values: dict[str, Any], section: str) -> T:
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(values) - set(fields)
+    if unknown:
+        raise Cudal1Error(
+            f"[{section}] has no field(s) {sorted(unknown)}; fields: {', '.join(sorted(fields))}"
+        )
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as e:
+        raise Cudal1Error(f"[{section}]: {e}") from None

@@ -1,0 +1,169 @@
+"""Stage 3: contrastive RL with TRL's GRPO trainer.
+
+cudal1 supplies the pieces, TRL trains: the dataset builds each prompt when it is drawn from the
+current exemplar database (one prompt per GRPO group), the reward function evaluates every
+rollout, stores it in the database and shapes the speedups (`reward.py`), and two callbacks keep
+the run auditable: every checkpoint carries a snapshot of the database and of the reward
+normaliser, and the speedup distribution goes to TensorBoard as a histogram. A second
+invocation with the same run directory resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from cudal1.evaluate import EvalConfig
+from cudal1.exemplars import make_sampler
+from cudal1.optimize import Reviewer, ReviewThresholds
+from cudal1.policy import make_policy
+from cudal1.train.common import evaluator_for, model_path, open_db, select_tasks
+from cudal1.train.config import GRPOStageConfig, RunConfig
+from cudal1.train.prompts import ContrastivePrompts
+from cudal1.train.reward import CudaL1Reward, RewardShaper, ShapingConfig
+
+SHAPER_STATE = "reward_shaper.json"
+DB_SNAPSHOT = "exemplars.db"
+
+
+def snapshot_db(db_path: Path, dest: Path) -> None:
+    """A consistent copy of a live SQLite database (the backup API, safe under WAL)."""
+    src = sqlite3.connect(db_path)
+    dst = sqlite3.connect(dest)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def last_checkpoint(checkpoints: Path) -> Path | None:
+    found = sorted(
+        (p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()),
+        key=lambda p: int(p.name.split("-")[-1]),
+    )
+    return found[-1] if found else None
+
+
+def run_grpo(
+    run: RunConfig,
+    stage: GRPOStageConfig,
+    eval_config: EvalConfig,
+    shaping: ShapingConfig,
+    review: ReviewThresholds,
+) -> dict[str, Any]:
+    """Train; returns a summary (steps, checkpoint, database size, reward history)."""
+    import torch
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    run.out.mkdir(parents=True, exist_ok=True)
+    tasks = select_tasks(run)
+    db = open_db(run)
+    for t in tasks:
+        db.ensure_reference(t)
+    path = model_path(run)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    prompts = ContrastivePrompts(
+        tasks,
+        db,
+        make_sampler(stage.sampler, max(stage.exemplars, 1), stage.tau),
+        device=eval_config.device,
+        exemplars=stage.exemplars > 0,
+        low_precision=eval_config.tolerance == "kernelbench",
+        seed=run.seed,
+    )
+    evaluator = evaluator_for(run, eval_config)
+    shaper = RewardShaper(shaping)
+    checkpoints = run.out / "checkpoints"
+    resume = last_checkpoint(checkpoints)
+    if resume is not None and (resume / SHAPER_STATE).is_file():
+        shaper.load_state(json.loads((resume / SHAPER_STATE).read_text()))
+    reviewer = Reviewer(make_policy(stage.review_llm)) if stage.review_llm else None
+    reward = CudaL1Reward(
+        {t.id: t for t in tasks},
+        db,
+        evaluator,
+        shaper=shaper,
+        review_thresholds=review,
+        reviewer=reviewer,
+        run=run.out.name,
+        source="grpo",
+        model=run.model,
+    )
+
+    class Snapshots(TrainerCallback):
+        """Database and normaliser snapshots in every checkpoint; speedup histograms."""
+
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            ckpt.mkdir(parents=True, exist_ok=True)
+            snapshot_db(db.path, ckpt / DB_SNAPSHOT)
+            (ckpt / SHAPER_STATE).write_text(json.dumps(shaper.state()))
+
+        def on_log(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            speedups = [s for h in reward.history for s in h["speedups"]]
+            if speedups and "tensorboard" in run.report_to:
+                from torch.utils.tensorboard import SummaryWriter
+
+                with SummaryWriter(str(run.out / "tensorboard")) as w:
+                    w.add_histogram(
+                        "reward/speedup_distribution", torch.tensor(speedups), state.global_step
+                    )
+
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.out / "tensorboard"))
+    batch = stage.prompts_per_step * stage.num_generations
+    args = GRPOConfig(
+        output_dir=str(checkpoints),
+        max_steps=stage.steps,
+        per_device_train_batch_size=batch,
+        num_generations=stage.num_generations,
+        max_completion_length=stage.max_completion_length,
+        learning_rate=stage.learning_rate,
+        beta=stage.beta,
+        epsilon=stage.epsilon,
+        temperature=stage.temperature,
+        use_vllm=stage.use_vllm,
+        logging_steps=1,
+        save_steps=stage.save_steps,
+        report_to=run.report_to,
+        use_cpu=run.device == "cpu",
+        seed=run.seed,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        bf16=run.device == "cuda",
+    )
+    peft_config = None
+    if stage.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+    trainer = GRPOTrainer(
+        model=path,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=prompts.dataset(),
+        processing_class=tokenizer,
+        callbacks=[Snapshots()],
+        peft_config=peft_config,
+    )
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        final = run.out / "final"
+        trainer.save_model(str(final))
+        tokenizer.save_pretrained(str(final))
+        snapshot_db(db.path, final / DB_SNAPSHOT)
+    finally:
+        evaluator.close()
+    return {
+        "steps": trainer.state.global_step,
+        "resumed_from": str(resume) if resume else None,
+        "final": str(run.out / "final"),
+        "exemplars": db.count(),
+        "rewards": [h["metrics"] for h in reward.history],
+    }
