@@ -33,7 +33,10 @@ GPU_PHASES = ("correctness", "timing", "profile")
 
 def config_for(case: Case) -> EvalConfig:
     return EvalConfig(
-        device=case.device, policy=case.policy, tolerance=case.tolerance, static_gate=case.static  # type: ignore[arg-type]
+        device=case.device,
+        policy=case.policy,
+        tolerance=case.tolerance,
+        static_gate=case.static,  # type: ignore[arg-type]
     )
 
 
@@ -56,8 +59,8 @@ def run_case(case: Case) -> dict:
     }
 
 
-def corpora(out: Path, jobs: int) -> list[dict]:
-    cases = load_cases("redteam") + load_cases("honest")
+def corpora(out: Path, jobs: int, device: str | None) -> list[dict]:
+    cases = load_cases("redteam", device) + load_cases("honest", device)
     rows = []
     with ThreadPoolExecutor(jobs) as pool, (out / "corpora.jsonl").open("w") as f:
         futures = {pool.submit(run_case, c): c for c in cases}
@@ -71,7 +74,10 @@ def corpora(out: Path, jobs: int) -> list[dict]:
             f.write(json.dumps(row) + "\n")
             f.flush()
             status = row.get("result", {}).get("status", "ERROR")
-            print(f"{'PASS' if row['pass'] else 'FAIL'} {row['corpus']:8} {row['case']:45} {status}", flush=True)
+            print(
+                f"{'PASS' if row['pass'] else 'FAIL'} {row['corpus']:8} {row['case']:45} {status}",
+                flush=True,
+            )
     return rows
 
 
@@ -104,14 +110,20 @@ def summarize(corpus_rows: list[dict], repeat_rows: list[dict]) -> str:
                     f"  - FAIL {r['case']}: got {res.get('status')} {res.get('reasons', [])[:2]} "
                     f"expected {r.get('expected')} flag {r.get('expected_flag')} {r.get('error', '')}"
                 )
-    lines += ["", "| case | runs | speedup min | speedup max | spread | candidate ms | GPU s/eval |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| case | runs | speedup min | speedup max | spread | candidate ms | GPU s/eval |",
+        "|---|---|---|---|---|---|---|",
+    ]
     by_case: dict[str, list[dict]] = {}
     for r in repeat_rows:
         by_case.setdefault(r["case"], []).append(r)
     for case, rows in by_case.items():
         ok = [r["result"] for r in rows if r["result"]["status"] == "ok"]
         if not ok:
-            lines.append(f"| {case} | {len(rows)} | - | - | - | - | not ok: {rows[0]['result']['reasons'][:1]} |")
+            lines.append(
+                f"| {case} | {len(rows)} | - | - | - | - | not ok: {rows[0]['result']['reasons'][:1]} |"
+            )
             continue
         sp = [r["speedup"] for r in ok]
         gpu_s = [sum(r["phase_seconds"].get(p, 0.0) for p in GPU_PHASES) for r in ok]
@@ -121,7 +133,11 @@ def summarize(corpus_rows: list[dict], repeat_rows: list[dict]) -> str:
         )
     all_ok = [r["result"] for r in corpus_rows if r.get("result", {}).get("status") == "ok"]
     if all_ok:
-        gpu_s = [sum(r["phase_seconds"].get(p, 0.0) for p in GPU_PHASES) for r in all_ok if r["device"] == "cuda"]
+        gpu_s = [
+            sum(r["phase_seconds"].get(p, 0.0) for p in GPU_PHASES)
+            for r in all_ok
+            if r["device"] == "cuda"
+        ]
         if gpu_s:
             lines.append(
                 f"\nGPU-seconds per ok CUDA evaluation over the corpora (correctness+timing+profile): "
@@ -136,10 +152,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-corpora", action="store_true")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default=None, help="Only these cases.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    corpus_rows = [] if args.skip_corpora else corpora(args.out, args.jobs)
+    corpus_rows = [] if args.skip_corpora else corpora(args.out, args.jobs, args.device)
     t1 = time.perf_counter()
     repeat_rows = repeatability(args.out, args.repeat) if args.repeat else []
     summary = summarize(corpus_rows, repeat_rows)

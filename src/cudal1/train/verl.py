@@ -112,10 +112,7 @@ def compute_score(
     return asyncio.run(compute_score_async(data_source, solution_str, ground_truth, extra_info))
 
 
-if (
-    importlib.util.find_spec("verl") is not None
-    and importlib.util.find_spec("verl.experimental") is not None
-):
+if importlib.util.find_spec("verl") is not None:
     try:
         from verl.experimental.agent_loop.agent_loop import register
         from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop

@@ -1,0 +1,217 @@
+"""Training on the CPU: reward shaping, prompts built at draw time, a 2-step GRPO run with TRL
+on a tiny random model that resumes, SFT that changes the weights, the verl adapter's pieces."""
+
+import asyncio
+import json
+import math
+
+import pytest
+
+from cudal1.evaluate.result import EvalResult
+from cudal1.exemplars import BucketSampler, ExemplarDB
+from cudal1.optimize import ReviewThresholds, review
+from cudal1.tasks import load_suite
+from cudal1.train.prompts import ContrastivePrompts
+from cudal1.train.reward import RewardShaper, ShapingConfig, round_toward_one
+
+TASK = load_suite("bundled", validate=False).get("L1_20")
+
+
+def _ok(speedup):
+    return EvalResult(
+        status="ok",
+        task_id=TASK.id,
+        task_hash=TASK.hash,
+        candidate_hash="h",
+        device="cpu",
+        policy="any",
+        tolerance_mode="calibrated",
+        speedup=speedup,
+    )
+
+
+def test_round_toward_one():
+    assert round_toward_one(1.039) == 1.03 and round_toward_one(0.961) == 0.97
+    assert round_toward_one(3.999) == 3.99 and round_toward_one(1.0) == 1.0
+
+
+def test_shaping_normalises_clips_and_refreshes():
+    shaper = RewardShaper(ShapingConfig(clip=1.5, refresh_every=2, min_samples=4))
+    first = shaper.shape([1.0, 2.0, None, 9.0])
+    assert first == [0.0, 1.0, -1.5, 1.5]  # around 1.0 with unit scale; failure -k; clipped
+    shaper.shape([1.0, 1.2, 1.4, 1.6])  # second batch: statistics refresh now
+    recent = [1.0, 2.0, 9.0, 1.0, 1.2, 1.4, 1.6]
+    mean = sum(recent) / len(recent)
+    assert shaper.mean == pytest.approx(mean)
+    std = math.sqrt(sum((x - mean) ** 2 for x in recent) / len(recent))
+    assert shaper.std == pytest.approx(std)
+    assert shaper.shape([mean])[0] == pytest.approx(0.0)
+    state = shaper.state()
+    other = RewardShaper(ShapingConfig())
+    other.load_state(state)
+    assert other.mean == shaper.mean and list(other.recent) == list(shaper.recent)
+
+
+def test_remeasurement_trigger(tmp_path):
+    db = ExemplarDB(tmp_path / "x.db")
+    thresholds = ReviewThresholds()
+    calls = []
+
+    async def again(value):
+        calls.append(value)
+        return _ok(value)
+
+    def run(speedup, best, second):
+        return asyncio.run(
+            review(TASK, "code", _ok(speedup), best, thresholds, db, None, lambda: again(second))
+        )
+
+    assert run(1.5, 1.0, 1.5).status == "ok" and not calls  # modest win: no re-measure
+    assert run(3.5, 1.0, 3.4).status == "ok" and calls == [3.4]  # > 3x: re-measured, agrees
+    assert run(3.5, 1.0, 2.0).status == "rejected"  # differs by > 10 %
+    assert run(2.5, 1.1, 2.5).status == "ok" and len(calls) == 3  # > 2x the best: re-measured
+
+
+def test_group_members_share_a_prompt_and_new_groups_see_new_rows(tmp_path):
+    db = ExemplarDB(tmp_path / "x.db")
+    db.ensure_reference(TASK)
+    prompts = ContrastivePrompts([TASK], db, BucketSampler(n=2), device="cpu")
+    stream = prompts.stream()
+    first = next(stream)
+    assert json.loads(first["exemplar_ids"]) == [1]  # only the reference exists
+    db.add(TASK, "class ModelNew:\n    pass\n", _ok(1.7))
+    second = next(stream)
+    assert "speedup 1.70" in second["prompt"][-1]["content"]
+    assert len(json.loads(second["exemplar_ids"])) == 2
+    plain = next(
+        ContrastivePrompts([TASK], db, BucketSampler(n=2), device="cpu", exemplars=False).stream()
+    )
+    assert json.loads(plain["exemplar_ids"]) == [] and "None yet" in plain["prompt"][-1]["content"]
+
+
+@pytest.mark.slow
+def test_grpo_two_steps_then_resume(cli, tmp_path):
+    pytest.importorskip("trl")
+    out = tmp_path / "grpo"
+    args = [
+        "train",
+        "grpo",
+        "--backend",
+        "trl",
+        "--model",
+        "tiny-random",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--set",
+        'run.tasks=["L1_20"]',
+        "--set",
+        "grpo.num_generations=2",
+        "--set",
+        "grpo.save_steps=1",
+        "--set",
+        "grpo.max_completion_length=24",
+        "--set",
+        "eval.trials=1",
+        "--set",
+        "eval.timing_budget_s=0.1",
+        "--set",
+        "eval.min_pairs=7",
+        "--set",
+        "eval.max_pairs=7",
+    ]
+    code, _, err = cli(*args, "--steps", "2")
+    assert code == 0, err
+    summary = json.loads((out / "grpo.json").read_text())
+    assert summary["steps"] == 2 and summary["rewards"]
+    assert all(m["reward/shaped"] <= 1.5 for m in summary["rewards"])
+    db = ExemplarDB(out / "exemplars.db")
+    rows = db.exemplars("L1_20")
+    assert rows[0].is_reference and len(rows) >= 2  # every rollout entered the database
+    ckpt = out / "checkpoints" / "checkpoint-2"
+    assert (ckpt / "exemplars.db").is_file() and (ckpt / "reward_shaper.json").is_file()
+    assert ExemplarDB(ckpt / "exemplars.db").count() >= 2
+    assert any((out / "tensorboard").rglob("events.out.tfevents*"))
+    code, _, err = cli(*args, "--steps", "3")  # resumes from checkpoint-2
+    assert code == 0, err
+    resumed = json.loads((out / "grpo.json").read_text())
+    assert resumed["steps"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")
+
+
+@pytest.mark.slow
+def test_sft_changes_the_weights(tmp_path):
+    pytest.importorskip("trl")
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from cudal1.train.config import RunConfig, SFTConfig
+    from cudal1.train.sft import run_sft
+    from cudal1.train.tiny import build_tiny
+
+    model = build_tiny(tmp_path / "tiny")
+    data = tmp_path / "d.jsonl"
+    row = {
+        "messages": [
+            {"role": "user", "content": "gelu"},
+            {"role": "assistant", "content": "```python\nclass ModelNew: pass\n```"},
+        ]
+    }
+    data.write_text(json.dumps(row) + "\n")
+    run = RunConfig(out=tmp_path / "run", device="cpu", report_to=[])
+    out = run_sft(run, SFTConfig(epochs=2, learning_rate=1e-3), str(model), data, tmp_path / "sft")
+    before = AutoModelForCausalLM.from_pretrained(model).state_dict()
+    after = AutoModelForCausalLM.from_pretrained(out["model"]).state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert out["losses"] and out["steps"] == 2
+
+
+def test_config_file_and_overrides(tmp_path):
+    from cudal1.errors import Cudal1Error
+    from cudal1.train.config import load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text('[run]\nout = "x"\n[grpo]\nsteps = 7\n[eval]\ndevice = "cpu"\n')
+    s = load_config(path, ["grpo.num_generations=8", 'run.tasks=["L1_1"]'])
+    assert s["grpo"].steps == 7 and s["grpo"].num_generations == 8 and s["run"].tasks == ["L1_1"]
+    assert s["eval"].device == "cpu" and str(s["run"].out) == "x"
+    with pytest.raises(Cudal1Error, match=r"\[grpo\] has no field"):
+        load_config(None, ["grpo.stepz=1"])
+    with pytest.raises(Cudal1Error, match="unknown config section"):
+        load_config(None, ["gpro.steps=1"])
+
+
+def test_verl_overrides_and_score(tmp_path, monkeypatch):
+    from cudal1.evaluate import EvalConfig
+    from cudal1.train import verl
+    from cudal1.train.config import GRPOStageConfig, RunConfig
+
+    run = RunConfig(out=tmp_path / "v", device="cpu", tasks=["L1_20"], eval_jobs=1)
+    stage = GRPOStageConfig(num_generations=4, steps=3)
+    files = verl.write_inputs(
+        run,
+        stage,
+        EvalConfig(device="cpu", trials=1, timing_budget_s=0.1, min_pairs=7, max_pairs=7),
+        ShapingConfig(),
+        ReviewThresholds(),
+    )
+    import pandas as pd
+
+    frame = pd.read_parquet(files["train"])
+    assert list(frame["reward_model"].iloc[0].values()) == ["rule", "L1_20"]
+    args = verl.overrides(run, stage, files, "/models/x", gpus_per_node=2)
+    assert (
+        "actor_rollout_ref.rollout.n=4" in args
+        and "custom_reward_function.name=compute_score" in args
+    )
+    if __import__("importlib").util.find_spec("verl") is not None and __import__(
+        "importlib"
+    ).util.find_spec("hydra"):
+        cfg = verl.compose(args)  # verl's own config accepts every override
+        assert cfg.actor_rollout_ref.rollout.n == 4 and cfg.algorithm.adv_estimator == "grpo"
+    monkeypatch.setenv(verl.CONFIG_ENV, str(files["config"]))
+    verl._Context._instance = None
+    honest = "```python\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n```"
+    assert verl.compute_score("cudal1", "no code", "L1_20") == -1.5
+    assert -1.5 < verl.compute_score("cudal1", honest, "L1_20") <= 1.5
+    verl._Context._instance.reward.evaluator.close()
