@@ -76,7 +76,9 @@ def test_config(case: Case) -> EvalConfig:
             max_pairs=14,
             timed_samples_checked=2,
         )
-    return EvalConfig(device="cuda", policy=case.policy, tolerance=case.tolerance, static_gate=case.static)  # type: ignore[arg-type]
+    return EvalConfig(
+        device="cuda", policy=case.policy, tolerance=case.tolerance, static_gate=case.static
+    )  # type: ignore[arg-type]
 
 
 def run_case(case: Case) -> EvalResult:
