@@ -202,6 +202,13 @@ _CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+_BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s+)?"
+_KERNEL_NAME = re.compile(
+    rf"__global__\s+{_BOUNDS}(?:static\s+)?(?:inline\s+)?void\s+{_BOUNDS}(\w+)\s*\("
+)
+"""A `__global__` function's name, with `__launch_bounds__` before or after `void`."""
+
+
 @dataclass
 class StaticReport:
     flags: list[str] = field(default_factory=list)
@@ -234,7 +241,7 @@ def analyze(source: str) -> StaticReport:
         m = pattern.search(cpp)
         if m:
             flags.add(f"{flag}:{m.group(0)} (in C++/CUDA source)")
-    kernels = re.findall(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)", cpp)
+    kernels = _KERNEL_NAME.findall(cpp)
     report.kernel_names = sorted(set(kernels) | visitor.triton_kernels)
     if visitor.triton_kernels:
         flags.add("triton_kernel")
