@@ -19,16 +19,21 @@ HANG = HONEST.replace("return torch", "while True:\n            pass\n        re
 WRONG = HONEST.replace("gelu(x)", "gelu(x) + 1e-3")
 
 
+@pytest.fixture(scope="module")
+def ray_session():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="cudal1")
+    yield ray
+    ray.shutdown()
+
+
 @pytest.fixture(scope="module", params=["local", "ray"])
 def evaluator(request):
     if request.param == "ray":
-        ray = pytest.importorskip("ray")
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        request.getfixturevalue("ray_session")
     ev = make_evaluator(request.param, CONFIG, jobs=2)
     yield ev
     ev.close()
-    if request.param == "ray":
-        ray.shutdown()
 
 
 @pytest.mark.slow
@@ -59,22 +64,17 @@ def test_cache_and_fresh(evaluator):
 
 
 @pytest.mark.slow
-def test_ray_actor_death_costs_one_candidate():
-    ray = pytest.importorskip("ray")
+def test_ray_actor_death_costs_one_candidate(ray_session):
+    import time
+
     from cudal1.evaluate.ray_backend import RayEvaluator
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    try:
-        ev = RayEvaluator(CONFIG, actors=1, jobs=1)
-        pending = ev.submit(GELU, HANG + "\n# killed\n")
-        import time
-
-        time.sleep(8)
-        ray.kill(ev.actors[0], no_restart=False)
-        lost = pending.result(timeout=120)
-        assert lost.status == "runtime_error" and "actor died" in lost.reasons[0]
-        after = ev(GELU, HONEST + "\n# after restart\n")  # the restarted actor serves again
-        assert after.status == "ok"
-        ev.close()
-    finally:
-        ray.shutdown()
+    ev = RayEvaluator(CONFIG, actors=1, jobs=1, group="death")
+    pending = ev.submit(GELU, HANG + "\n# killed\n")
+    time.sleep(8)
+    ray_session.kill(ev.actors[0], no_restart=False)
+    lost = pending.result(timeout=120)
+    assert lost.status == "runtime_error" and "actor died" in lost.reasons[0]
+    after = ev(GELU, HONEST + "\n# after restart\n")  # the restarted actor serves again
+    assert after.status == "ok"
+    ev.close()

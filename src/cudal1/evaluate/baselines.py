@@ -27,6 +27,7 @@ import torch
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate.config import EvalConfig
+from cudal1.evaluate.harness import device_lock
 from cudal1.evaluate.protocol import spawn
 from cudal1.tasks import Task
 
@@ -146,33 +147,34 @@ def measure_task(
     judge = spawn("judge", workdir, env={"OMP_NUM_THREADS": "1"} if config.device == "cpu" else {})
     try:
         fields = {k: getattr(task, k) for k in ("id", "level", "name", "source", "origin", "split")}
+        judge.request({"cmd": "hello"}, config.run_timeout_s)  # start-up outside the device lock
         seed = secrets.randbits(62)
-        prepared = judge.request(
-            {
-                "cmd": "prepare",
-                "task": fields,
-                "sizes": config.size_profile,
-                "device": config.device,
-                "module_mode": config.module_mode,
-                "tolerance": config.tolerance,
-                "init_seed": secrets.randbits(62),
-                "lock": config.lock_path(),
-                "trials": [{"seed": seed, "scale": 1.0}],
-            },
-            config.run_timeout_s,
-        )
-        if "error" in prepared:
-            raise Cudal1Error(f"{task.origin}: the reference failed: {prepared['error']}")
-        seeds = [secrets.randbits(62) for _ in range(config.min_pairs)]
-        base = judge.request(
-            {"cmd": "baselines", "kinds": kinds, "seeds": seeds, "warmup": 3},
-            config.compile_timeout_s,
-        )
-        roof = judge.request({"cmd": "roofline", "seed": seed}, config.run_timeout_s)
-        if not ceil_path.is_file():
-            ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
-            ceil.pop("reply", None)
-            ceil_path.write_text(json.dumps(ceil))
+        prepare = {
+            "cmd": "prepare",
+            "task": fields,
+            "sizes": config.size_profile,
+            "device": config.device,
+            "module_mode": config.module_mode,
+            "tolerance": config.tolerance,
+            "init_seed": secrets.randbits(62),
+            "trials": [{"seed": seed, "scale": 1.0}],
+            "workdir": str(workdir),
+        }
+        with device_lock(config.lock_path()):
+            prepared = judge.request(prepare, config.run_timeout_s)
+            if "error" in prepared:
+                raise Cudal1Error(f"{task.origin}: the reference failed: {prepared['error']}")
+            seeds = [secrets.randbits(62) for _ in range(config.min_pairs)]
+            base = judge.request(
+                {"cmd": "baselines", "kinds": kinds, "seeds": seeds, "warmup": 3},
+                config.compile_timeout_s,
+            )
+            roof = judge.request({"cmd": "roofline", "seed": seed}, config.run_timeout_s)
+            if not ceil_path.is_file():
+                ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
+                ceil.pop("reply", None)
+                ceil.pop("nonce", None)
+                ceil_path.write_text(json.dumps(ceil))
     finally:
         judge.kill()
         shutil.rmtree(workdir, ignore_errors=True)

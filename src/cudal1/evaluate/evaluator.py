@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import torch
 
 from cudal1.errors import Cudal1Error
+from cudal1.evaluate import harness
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.protocol import ProtocolError, Worker, WorkerGone, WorkerTimeout, spawn
 from cudal1.evaluate.result import (
@@ -223,16 +224,27 @@ def _evaluate(run: _Run) -> None:
         "module_mode": cfg.module_mode,
         "tolerance": cfg.tolerance,
         "init_seed": draw(),
-        "lock": cfg.lock_path(),
         "workdir": str(run.workdir),
     }
+
+    # Both processes have started (imported torch) before the device lock is taken: waiting for
+    # the lock, or for start-up, never counts against a candidate's time limits.
+    device = lambda: harness.device_lock(cfg.lock_path())  # noqa: E731
+    run.judge.send({"cmd": "hello"})
+    run.worker.send({"cmd": "hello"})
+    run.judge.recv(cfg.run_timeout_s)
+    run.worker.recv(cfg.run_timeout_s)
 
     # 2. judge prepares expected outputs while the candidate compiles -------------------------
     t0 = time.perf_counter()
     trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
     trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
-    run.judge.send({"cmd": "prepare", **common, "trials": trials})
-    meta = _judge_answer(run.judge.recv(cfg.run_timeout_s), "prepare", run.task)
+    with device():
+        meta = _judge_answer(
+            run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
+            "prepare",
+            run.task,
+        )
     run.meta = meta
     res.env.update(meta.get("env", {}))
     run.phase("reference", t0)
@@ -252,17 +264,19 @@ def _evaluate(run: _Run) -> None:
         )
         clean_seeds = [draw() for _ in range(_pairs(cfg, None))]
         if cfg.device == "cuda":  # the GPU is idle while the candidate compiles: time the baseline
-            clean = run.judge.request(
-                {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
-            )
+            with device():
+                clean = run.judge.request(
+                    {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
+                )
         loaded = run.worker.recv(cfg.compile_timeout_s)
     _check_answer(run, loaded, "load")
     run.phase("load", t0)
     res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)
     if cfg.device == "cpu":
-        clean = run.judge.request(
-            {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
-        )
+        with device():
+            clean = run.judge.request(
+                {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
+            )
     _judge_answer(clean, "time_reference")
 
     # 3. correctness ----------------------------------------------------------------------------
@@ -288,17 +302,18 @@ def _evaluate(run: _Run) -> None:
         )
     for i, step in enumerate(plan):
         step["path"] = str(run.workdir / f"trial_{i}.pt")
-    answer = run.worker.request(
-        {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
-    )
-    _check_answer(run, answer, "correctness")
-    verdicts = _judge_answer(
-        run.judge.request(
-            {"cmd": "judge", "items": [{"seed": s["seed"], "path": s["path"]} for s in plan]},
-            cfg.run_timeout_s,
-        ),
-        "judge",
-    )["verdicts"]
+    with device():
+        answer = run.worker.request(
+            {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
+        )
+        _check_answer(run, answer, "correctness")
+        verdicts = _judge_answer(
+            run.judge.request(
+                {"cmd": "judge", "items": [{"seed": s["seed"], "path": s["path"]} for s in plan]},
+                cfg.run_timeout_s,
+            ),
+            "judge",
+        )["verdicts"]
     run.phase("correctness", t0)
     _correctness(run, answer, verdicts, [step["label"] for step in plan])
     if run.rejections:  # refused already: timing it would only spend device time
@@ -311,18 +326,19 @@ def _evaluate(run: _Run) -> None:
     timing: Timing | None = None
     remeasured = 0
     while True:
-        timed = run.worker.request(
-            {
-                "cmd": "time",
-                "candidate_seeds": [draw() for _ in range(pairs)],
-                "reference_seeds": [draw() for _ in range(pairs)],
-                "buffer_seeds": [draw(), draw()],
-                "warmup": 3,
-                "check": cfg.timed_samples_checked,
-                "out_dir": str(run.workdir),
-            },
-            cfg.run_timeout_s,
-        )
+        with device():
+            timed = run.worker.request(
+                {
+                    "cmd": "time",
+                    "candidate_seeds": [draw() for _ in range(pairs)],
+                    "reference_seeds": [draw() for _ in range(pairs)],
+                    "buffer_seeds": [draw(), draw()],
+                    "warmup": 3,
+                    "check": cfg.timed_samples_checked,
+                    "out_dir": str(run.workdir),
+                },
+                cfg.run_timeout_s,
+            )
         _check_answer(run, timed, "time")
         buckets = bucket_speedups(timed["reference_ms"], timed["candidate_ms"], cfg.buckets)
         timing = Timing(
@@ -344,9 +360,10 @@ def _evaluate(run: _Run) -> None:
         run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
     if len(timed["saved"]) != min(cfg.timed_samples_checked, pairs):
         raise _Verdict("rejected", "result channel: the timing answer lacks its sampled outputs")
-    sampled = _judge_answer(
-        run.judge.request({"cmd": "judge", "items": timed["saved"]}, cfg.run_timeout_s), "judge"
-    )["verdicts"]
+    with device():
+        sampled = _judge_answer(
+            run.judge.request({"cmd": "judge", "items": timed["saved"]}, cfg.run_timeout_s), "judge"
+        )["verdicts"]
     assert res.correctness is not None
     res.correctness.timed_outputs_checked = len(sampled)
     bad = [v["reason"] for v in sampled if not v["ok"]]
@@ -357,7 +374,8 @@ def _evaluate(run: _Run) -> None:
 
     # provenance: kernels on every stream, and the PyTorch ops forward ran --------------------
     t0 = time.perf_counter()
-    prof = run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
+    with device():
+        prof = run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
     _check_answer(run, prof, "profile")
     run.worker.finish()
     run.phase("profile", t0)

@@ -44,12 +44,18 @@ class EvalActor:
         return f"{os.uname().nodename}:{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
 
 
-def actor_names(config: EvalConfig, count: int) -> list[str]:
-    return [f"cudal1-eval-{config.device}-{i}" for i in range(count)]
+def actor_names(config: EvalConfig, count: int, group: str = "default") -> list[str]:
+    """Names under which `cudal1 serve` publishes actors and `--backend ray` finds them."""
+    return [f"cudal1-eval-{group}-{config.device}-{i}" for i in range(count)]
 
 
 def start_actors(
-    config: EvalConfig, *, count: int | None = None, jobs: int = 2, detached: bool = False
+    config: EvalConfig,
+    *,
+    count: int | None = None,
+    jobs: int = 2,
+    detached: bool = False,
+    group: str = "default",
 ) -> list[Any]:
     """Get (or create) the named actors: one per GPU in the cluster, or `count` of them."""
     import ray
@@ -72,7 +78,7 @@ def start_actors(
         options["lifetime"] = "detached"
     return [
         remote.options(name=name, **options).remote(config.to_dict(), jobs)
-        for name in actor_names(config, count)
+        for name in actor_names(config, count, group)
     ]
 
 
@@ -86,6 +92,7 @@ class RayEvaluator:
         address: str | None = None,
         actors: int | None = None,
         jobs: int = 2,
+        group: str = "default",
     ) -> None:
         try:
             import ray
@@ -96,9 +103,9 @@ class RayEvaluator:
                 address=address, namespace=NAMESPACE, log_to_driver=False, include_dashboard=False
             )
         self.config = config
-        self.served = _existing(actor_names(config, actors or 64))  # from `cudal1 serve`: keep
-        self.actors = start_actors(config, count=actors, jobs=jobs)
-        self.names = actor_names(config, len(self.actors))
+        self.served = _existing(actor_names(config, actors or 64, group))  # `cudal1 serve`'s: keep
+        self.actors = start_actors(config, count=actors, jobs=jobs, group=group)
+        self.names = actor_names(config, len(self.actors), group)
         self.in_flight = [0] * len(self.actors)
         self.lock = threading.Lock()
 

@@ -1,0 +1,97 @@
+"""Evaluation throughput: fresh candidates per hour, compile included, for a realistic mix, with
+the local pool against one-at-a-time evaluation of the same candidates.
+
+    PYTHONPATH=src:. python3 benchmarks/throughput.py --out $OUT --count 40 --jobs 8
+
+The mix is drawn from the honest corpus for the device: about 40 % CUDA C++ (load_inline), 10 %
+Triton, 50 % PyTorch rewrites. Each candidate gets a unique comment, so every one is a fresh
+build (no cache hits). GPU busy fraction = time spent in device phases (which take the device
+lock one at a time) over wall time. Writes OUT/throughput.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from cudal1.evaluate import EvalConfig, evaluate
+from cudal1.evaluate.pool import LocalEvaluator
+from cudal1.tasks import load_suite
+from tests.corpus import load_cases
+
+DEVICE_PHASES = ("reference", "correctness", "timing", "profile")
+
+
+def mix(device: str, count: int) -> list[tuple[str, str]]:
+    cases = load_cases("honest", device)
+    cuda = [c for c in cases if "load_inline" in c.source]
+    triton = [c for c in cases if "triton" in c.source and c not in cuda]
+    torch_ = [c for c in cases if c not in cuda and c not in triton]
+    want = {"cuda": round(0.4 * count), "triton": round(0.1 * count)}
+    want["torch"] = count - want["cuda"] - want["triton"]
+    out = []
+    for kind, pool in (("cuda", cuda), ("triton", triton), ("torch", torch_)):
+        for i in range(want[kind] if pool else 0):
+            case = pool[i % len(pool)]
+            out.append((case.task, case.source + f"\n# throughput {uuid.uuid4().hex}\n"))
+    return out
+
+
+def summarize(label: str, results: list, wall: float) -> dict:
+    busy = sum(sum(r.phase_seconds.get(p, 0.0) for p in DEVICE_PHASES) for r in results)
+    return {
+        "mode": label,
+        "candidates": len(results),
+        "ok": sum(r.status == "ok" for r in results),
+        "wall_s": round(wall, 1),
+        "per_hour": round(3600 * len(results) / wall, 1),
+        "device_busy_fraction": round(busy / wall, 3),
+        "median_compile_s": round(
+            statistics.median(r.phase_seconds.get("compile", 0.0) for r in results), 2
+        ),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=8)
+    parser.add_argument("--sequential", type=int, default=10, help="How many to run one at a time.")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    suite = load_suite("bundled", validate=False)
+    config = EvalConfig(device=args.device)
+    rows = []
+
+    items = mix(args.device, args.count)
+    t0 = time.perf_counter()
+    with LocalEvaluator(config, jobs=args.jobs, cache=False) as ev:
+        futures = [ev.submit(suite.get(task), src) for task, src in items]
+        pooled = [f.result() for f in futures]
+    rows.append(summarize(f"pool, {args.jobs} jobs", pooled, time.perf_counter() - t0))
+
+    items = mix(args.device, args.sequential)
+    t0 = time.perf_counter()
+    sequential = [evaluate(suite.get(task), src, config) for task, src in items]
+    rows.append(summarize("one at a time", sequential, time.perf_counter() - t0))
+
+    (args.out / "throughput.json").write_text(json.dumps(rows, indent=1))
+    print("| mode | candidates | ok | wall s | per hour | device busy | median compile s |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['mode']} | {r['candidates']} | {r['ok']} | {r['wall_s']} | {r['per_hour']} | "
+            f"{r['device_busy_fraction']:.0%} | {r['median_compile_s']} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
