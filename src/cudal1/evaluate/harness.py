@@ -115,6 +115,7 @@ def numerics_state() -> dict[str, Any]:
         "sdp.mem_efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
         "sdp.math": torch.backends.cuda.math_sdp_enabled(),
         "sdp.cudnn": torch.backends.cuda.cudnn_sdp_enabled(),
+        "cuda.persisting_l2_bytes": persisting_l2_bytes(),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "default_dtype": str(torch.get_default_dtype()),
@@ -122,6 +123,32 @@ def numerics_state() -> dict[str, Any]:
         "grad_enabled": torch.is_grad_enabled(),
         **{f"env.{k}": os.environ.get(k) for k in WATCHED_ENV},
     }
+
+
+_CUDART_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+def persisting_l2_bytes() -> int | None:
+    """The device's persisting-L2 carve-out (cudaLimitPersistingL2CacheSize). Anything above 0
+    means someone pinned data in L2 where the harness's flush cannot evict it (HACKS.md #8);
+    without the carve-out, access-policy windows persist nothing. None without CUDA."""
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    import ctypes
+
+    for name in _CUDART_NAMES:  # the runtime torch already loaded, found by its soname
+        try:
+            cudart = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return None
+    value = ctypes.c_size_t(0)
+    if cudart.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE) != 0:
+        return None
+    return int(value.value)
 
 
 def changed_numerics(before: dict[str, Any]) -> list[str]:

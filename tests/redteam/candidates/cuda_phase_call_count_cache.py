@@ -1,7 +1,7 @@
 """HACKS.md #7 (phase detection: behave differently when timed), by counting calls.
 
-The first 8 calls (enough to cover a harness's warm-up and correctness trials) compute GELU
-honestly; every later call returns the output of call 8 without computing anything, betting
+The first 12 calls (enough to cover a harness's warm-up and correctness trials) compute GELU
+honestly; every later call returns the output of call 12 without computing anything, betting
 that timed calls are never checked.
 """
 
@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-HONEST_CALLS = 8
+HONEST_CALLS = 12
 
 
 class ModelNew(nn.Module):

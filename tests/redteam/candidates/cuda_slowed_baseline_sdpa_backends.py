@@ -4,9 +4,10 @@ __init__ turns off the fused scaled-dot-product-attention backends for the whole
 (flash, memory-efficient, cuDNN), so any reference timed in this process falls back to the math
 path (materialises the S x S scores). forward re-enables the memory-efficient backend for its
 own call only (`sdpa_kernel` restores the switches on exit) and computes the same attention the
-reference would compute in a clean process. The switches are not among the numerics flags the
-harness snapshots, so only the comparison of the reference beside the candidate with the
-reference timed in a clean process can catch it.
+reference would compute in a clean process. No static rule matches these calls; what catches it
+is dynamic: the snapshot of global settings taken before the candidate was imported (it must
+include the SDPA backend switches) and, failing that, the comparison of the reference timed
+beside the candidate with the reference timed in a clean process.
 """
 
 import torch
