@@ -28,7 +28,7 @@ REPEAT_CASES = [
     ("honest", "L2_8"),
     ("honest", "L3_1"),
 ]
-GPU_PHASES = ("correctness", "timing", "profile")
+GPU_PHASES = ("device",)  # time holding the device lock: GPU-seconds, compile excluded
 
 
 def config_for(case: Case) -> EvalConfig:
@@ -59,8 +59,10 @@ def run_case(case: Case) -> dict:
     }
 
 
-def corpora(out: Path, jobs: int, device: str | None) -> list[dict]:
+def corpora(out: Path, jobs: int, device: str | None, only: set[str] | None = None) -> list[dict]:
     cases = load_cases("redteam", device) + load_cases("honest", device)
+    if only:
+        cases = [c for c in cases if c.id in only]
     rows = []
     with ThreadPoolExecutor(jobs) as pool, (out / "corpora.jsonl").open("w") as f:
         futures = {pool.submit(run_case, c): c for c in cases}
@@ -153,10 +155,17 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-corpora", action="store_true")
     parser.add_argument("--device", choices=["cuda", "cpu"], default=None, help="Only these cases.")
+    parser.add_argument("--only", default=None, help="Comma-separated case ids (file@task) to run.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    corpus_rows = [] if args.skip_corpora else corpora(args.out, args.jobs, args.device)
+    corpus_rows = (
+        []
+        if args.skip_corpora
+        else corpora(
+            args.out, args.jobs, args.device, set(args.only.split(",")) if args.only else None
+        )
+    )
     t1 = time.perf_counter()
     repeat_rows = repeatability(args.out, args.repeat) if args.repeat else []
     summary = summarize(corpus_rows, repeat_rows)

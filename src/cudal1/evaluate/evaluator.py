@@ -229,7 +229,20 @@ def _evaluate(run: _Run) -> None:
 
     # Both processes have started (imported torch) before the device lock is taken: waiting for
     # the lock, or for start-up, never counts against a candidate's time limits.
-    device = lambda: harness.device_lock(cfg.lock_path())  # noqa: E731
+    res.phase_seconds["device"] = res.phase_seconds["device_wait"] = 0.0
+
+    @contextlib.contextmanager
+    def device() -> Any:
+        """The device lock; `device` sums the time held (GPU-seconds), `device_wait` the queue."""
+        asked = time.perf_counter()
+        with harness.device_lock(cfg.lock_path()):
+            held = time.perf_counter()
+            res.phase_seconds["device_wait"] += round(held - asked, 4)
+            try:
+                yield
+            finally:
+                res.phase_seconds["device"] += round(time.perf_counter() - held, 4)
+
     run.judge.send({"cmd": "hello"})
     run.worker.send({"cmd": "hello"})
     run.judge.recv(cfg.run_timeout_s)
