@@ -74,7 +74,11 @@ def test_ray_actor_death_costs_one_candidate(ray_session):
     time.sleep(8)
     ray_session.kill(ev.actors[0], no_restart=False)
     lost = pending.result(timeout=120)
-    assert lost.status == "runtime_error" and "actor died" in lost.reasons[0]
-    after = ev(GELU, HONEST + "\n# after restart\n")  # the restarted actor serves again
-    assert after.status == "ok"
+    # Either the actor's own process saw its candidate worker die first, or Ray reported the
+    # actor's death: the candidate is a runtime_error either way, never lost.
+    assert lost.status == "runtime_error", lost.reasons
+    assert "actor died" in lost.reasons[0] or "SIGKILL" in lost.reasons[0], lost.reasons
+    ray_session.get(ev.actors[0].ping.remote(), timeout=120)  # Ray restarted it
+    after = ev(GELU, HONEST + "\n# after restart\n")  # and it serves again
+    assert after.status == "ok", after.reasons
     ev.close()
