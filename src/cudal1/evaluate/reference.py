@@ -6,7 +6,6 @@ Used by the judge process and by task hygiene checks; never by candidate code.
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any, Literal
 
 import torch
@@ -18,16 +17,8 @@ from cudal1.tasks import TaskModule
 ModuleMode = Literal["eval", "train"]
 
 
-def to_device(value: Any, device: torch.device | str) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_device(v, device) for v in value)
-    return value
-
-
 def to_double(value: Any) -> Any:
-    """Floating tensors (and Python floats) to float64; integers and the rest unchanged."""
+    """Floating tensors to float64; integer tensors and everything else unchanged."""
     if isinstance(value, torch.Tensor):
         return value.double() if value.is_floating_point() else value
     if isinstance(value, (list, tuple)):
@@ -51,26 +42,6 @@ def run(model: nn.Module, inputs: list[Any]) -> list[torch.Tensor]:
     return flatten_outputs(model(*inputs))[0]
 
 
-def seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-
-
-def reference_outputs(
-    task_module: TaskModule,
-    *,
-    init_seed: int,
-    input_seed: int,
-    device: torch.device | str,
-    mode: ModuleMode = "eval",
-) -> tuple[list[Any], list[torch.Tensor], list[torch.Tensor]]:
-    """Inputs drawn with `input_seed`, the fp32 outputs and the fp64 ground truth for them."""
-    model = prepare(task_module.make_model(init_seed), device, mode)
-    inputs = generate_inputs(task_module, input_seed, device)
-    y32 = run(model, inputs)
-    y64 = run(double_twin(model), to_double(inputs))
-    return inputs, y32, y64
-
-
 def generate_inputs(
     task_module: TaskModule, seed: int, device: torch.device | str, scale: float = 1.0
 ) -> list[Any]:
@@ -89,12 +60,3 @@ def generate_inputs(
             for x in inputs
         ]
     return inputs
-
-
-def output_bytes(outputs: list[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in outputs)
-
-
-def rms(t: torch.Tensor) -> float:
-    t = t.double()
-    return math.sqrt(float(t.pow(2).mean())) if t.numel() else 0.0
