@@ -74,11 +74,18 @@ def test_ray_actor_death_costs_one_candidate(ray_session):
     time.sleep(8)
     ray_session.kill(ev.actors[0], no_restart=False)
     lost = pending.result(timeout=120)
-    # Either the actor's own process saw its candidate worker die first, or Ray reported the
-    # actor's death: the candidate is a runtime_error either way, never lost.
-    assert lost.status == "runtime_error", lost.reasons
-    assert "actor died" in lost.reasons[0] or "SIGKILL" in lost.reasons[0], lost.reasons
-    ray_session.get(ev.actors[0].ping.remote(), timeout=120)  # Ray restarted it
+    # Exactly one verdict, never lost: the actor's process saw its candidate worker die
+    # (runtime_error), Ray reported the actor's death (runtime_error), or the call was sent
+    # again to the restarted actor, where this hanging candidate timed out.
+    assert lost.status in ("runtime_error", "timeout"), lost.reasons
+    deadline = time.monotonic() + 120
+    while True:  # Ray restarts it; calls fail fast while it is restarting
+        try:
+            ray_session.get(ev.actors[0].ping.remote(), timeout=30)
+            break
+        except ray_session.exceptions.RayActorError:
+            assert time.monotonic() < deadline, "the actor was not restarted"
+            time.sleep(1)
     after = ev(GELU, HONEST + "\n# after restart\n")  # and it serves again
     assert after.status == "ok", after.reasons
     ev.close()

@@ -23,6 +23,8 @@ from cudal1.evaluate.result import EvalResult
 from cudal1.tasks import Task, source_hash
 
 NAMESPACE = "cudal1"
+RESEND_LIMIT = 5
+RESEND_DELAY_S = 2.0
 _TASK_FIELDS = ("id", "level", "name", "source", "origin", "split")
 
 
@@ -110,6 +112,16 @@ class RayEvaluator:
         self.lock = threading.Lock()
 
     def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:
+        out: Future[EvalResult] = Future()
+        self._send(task, source, fresh, out, attempt=0)
+        return out
+
+    def _send(
+        self, task: Task, source: str, fresh: bool, out: Future[EvalResult], attempt: int
+    ) -> None:
+        """Route to the least busy actor. A call that reaches an actor while Ray restarts it was
+        never started there: it is sent again (a few times); a call whose actor died while it
+        ran is that candidate's `runtime_error`. Either way exactly one result per candidate."""
         import ray
 
         with self.lock:
@@ -117,20 +129,27 @@ class RayEvaluator:
             self.in_flight[i] += 1
         fields = {k: getattr(task, k) for k in _TASK_FIELDS}
         ref = self.actors[i].evaluate.remote(fields, source, fresh)
-        out: Future[EvalResult] = Future()
 
         def done(f: Future) -> None:
             with self.lock:
                 self.in_flight[i] -= 1
             try:
                 out.set_result(EvalResult.from_dict(f.result()))
+            except ray.exceptions.ActorUnavailableError as e:
+                if attempt < RESEND_LIMIT:
+                    threading.Timer(
+                        RESEND_DELAY_S, self._send, (task, source, fresh, out, attempt + 1)
+                    ).start()
+                else:
+                    out.set_result(
+                        _lost(task, source, self.config, f"evaluation actor unavailable ({e})")
+                    )
             except ray.exceptions.RayActorError as e:  # the actor died: Ray restarts it
                 out.set_result(_lost(task, source, self.config, f"evaluation actor died ({e})"))
-            except Exception as e:
+            except Exception as e:  # any other transport failure is this candidate's
                 out.set_result(_lost(task, source, self.config, f"evaluation failed in Ray ({e})"))
 
         ref.future().add_done_callback(done)
-        return out
 
     async def evaluate(self, task: Task, source: str, *, fresh: bool = False) -> EvalResult:
         import asyncio
