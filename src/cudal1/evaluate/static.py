@@ -271,7 +271,6 @@ class _Visitor(ast.NodeVisitor):
         self.defines_model_new = False
         self.triton_kernels: set[str] = set()
         self._class_stack: list[str] = []
-        self._model_new_bases: list[str] = []
 
     # names -------------------------------------------------------------------------------
     def _dotted(self, node: ast.AST) -> str | None:
@@ -321,7 +320,6 @@ class _Visitor(ast.NodeVisitor):
         bases = [self._dotted(b) or "" for b in node.bases]
         if node.name == "ModelNew":
             self.defines_model_new = True
-            self._model_new_bases = bases
             if "Model" in bases:
                 self._flag("reference_call", node, "ModelNew derives from the reference Model")
         if any(b in ("torch.Tensor", "Tensor", "torch._C.TensorBase") for b in bases):

@@ -60,7 +60,6 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 @dataclass
 class TimedCall:
     ms: float
-    output: Any
     snapshot: list[torch.Tensor]
     """The output as it was when the call returned (what the judge sees if it is checked)."""
     escaped: bool
@@ -81,7 +80,7 @@ def time_call(device: str, fn: Callable[..., Any], args: Sequence[Any]) -> Timed
         escaped = not all(
             same_bits(s, t) for s, t in zip(snapshot, flatten_outputs(out)[0], strict=True)
         )
-        return TimedCall(start.elapsed_time(end), out, snapshot, escaped)
+        return TimedCall(start.elapsed_time(end), snapshot, escaped)
     t0 = time.perf_counter()
     out = fn(*args)
     ms = (time.perf_counter() - t0) * 1e3
@@ -90,7 +89,7 @@ def time_call(device: str, fn: Callable[..., Any], args: Sequence[Any]) -> Timed
     escaped = not all(
         same_bits(s, t) for s, t in zip(snapshot, flatten_outputs(out)[0], strict=True)
     )
-    return TimedCall(ms, out, snapshot, escaped)
+    return TimedCall(ms, snapshot, escaped)
 
 
 def synchronize(device: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalResult
@@ -119,8 +118,3 @@ def feedback(
                 f"reference {result.timing.reference.median_ms:.4f} ms"
             )
     return t["feedback.md"].format(status=status, speedup=speedup, details="\n".join(details))
-
-
-def to_text(messages: list[dict[str, Any]]) -> str:
-    """A readable transcript (for logs and reports)."""
-    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
