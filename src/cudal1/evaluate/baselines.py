@@ -147,7 +147,9 @@ def measure_task(
     judge = spawn("judge", workdir, env={"OMP_NUM_THREADS": "1"} if config.device == "cpu" else {})
     try:
         fields = {k: getattr(task, k) for k in ("id", "level", "name", "source", "origin", "split")}
-        judge.request({"cmd": "hello"}, config.run_timeout_s)  # start-up outside the device lock
+        judge.request(
+            {"cmd": "hello", "device": config.device}, config.run_timeout_s
+        )  # start-up outside the device lock
         seed = secrets.randbits(62)
         prepare = {
             "cmd": "prepare",

@@ -198,7 +198,7 @@ class CandidateRunner:
             facts = harness.output_facts(
                 out, inputs, pristine, self.model, self.state_before, snapshot
             )
-            torch.save([s.detach().cpu() for s in snapshot], step["path"])
+            harness.write_outputs(snapshot, step["stem"])
             calls.append(facts)
             del out, snapshot
         _, native_after = harness.thread_counts()
@@ -245,9 +245,8 @@ class CandidateRunner:
                         cand_ms.append(call.ms)
                         escaped += call.escaped
                         if rng.random() * (pairs - i) < to_check - len(saved):
-                            path = Path(msg["out_dir"]) / f"timed_{i}.pt"
-                            torch.save([t.detach().cpu() for t in call.snapshot], path)
-                            saved.append({"seed": seed, "path": str(path)})
+                            harness.write_outputs(call.snapshot, f"{msg['out_dir']}/timed_{i}")
+                            saved.append(i)
                 host = host_ms_per_call(self.device, self.model, cand_buf, HOST_BATCH_CALLS)
         except BaseException as e:
             return _failure("runtime_error", "forward raised while timing", e)
@@ -294,7 +293,7 @@ class _Trusted:
 
     NAMES: ClassVar[dict[str, tuple[str, ...]]] = {
         "time": ("perf_counter", "sleep", "monotonic"),
-        "torch": ("equal", "save"),
+        "torch": ("equal", "from_file"),
         "torch.cuda": ("synchronize", "Event", "current_stream"),
         "torch.Tensor": ("clone", "copy_", "cpu", "contiguous", "view"),
         "torch.cuda.Event": ("record", "elapsed_time", "synchronize"),
@@ -308,6 +307,7 @@ class _Trusted:
             "changed_numerics",
             "numerics_state",
             "poison_free_memory",
+            "write_outputs",
         ),
         "cudal1.evaluate.timing": (
             "time_call",
@@ -390,7 +390,7 @@ def main() -> None:
     runner = CandidateRunner()
     serve(
         {
-            "hello": lambda msg: {},
+            "hello": lambda msg: harness.warm_device(msg.get("device")),
             "load": runner.load,
             "correctness": runner.correctness,
             "time": runner.time,
@@ -398,6 +398,7 @@ def main() -> None:
         },
         result_channel(),
         integrity=TRUSTED.check,
+        warm=lambda: harness.warm_device("cuda"),
     )
 
 

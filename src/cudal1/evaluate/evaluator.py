@@ -232,8 +232,9 @@ def _evaluate(run: _Run) -> None:
     res.phase_seconds["device"] = res.phase_seconds["device_wait"] = 0.0
 
     @contextlib.contextmanager
-    def device() -> Any:
-        """The device lock; `device` sums the time held (GPU-seconds), `device_wait` the queue."""
+    def device(step: str) -> Any:
+        """The device lock; `device` sums the time held (GPU-seconds), `device.STEP` splits it
+        by step, `device_wait` is the queue."""
         asked = time.perf_counter()
         with harness.device_lock(cfg.lock_path()):
             held = time.perf_counter()
@@ -241,10 +242,13 @@ def _evaluate(run: _Run) -> None:
             try:
                 yield
             finally:
-                res.phase_seconds["device"] += round(time.perf_counter() - held, 4)
+                spent = round(time.perf_counter() - held, 4)
+                res.phase_seconds["device"] += spent
+                key = f"device.{step}"
+                res.phase_seconds[key] = round(res.phase_seconds.get(key, 0.0) + spent, 4)
 
-    run.judge.send({"cmd": "hello"})
-    run.worker.send({"cmd": "hello"})
+    run.judge.send({"cmd": "hello", "device": cfg.device})
+    run.worker.send({"cmd": "hello", "device": cfg.device})
     run.judge.recv(cfg.run_timeout_s)
     run.worker.recv(cfg.run_timeout_s)
 
@@ -252,7 +256,7 @@ def _evaluate(run: _Run) -> None:
     t0 = time.perf_counter()
     trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
     trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
-    with device():
+    with device("prepare"):
         meta = _judge_answer(
             run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
             "prepare",
@@ -277,7 +281,7 @@ def _evaluate(run: _Run) -> None:
         )
         clean_seeds = [draw() for _ in range(_pairs(cfg, None))]
         if cfg.device == "cuda":  # the GPU is idle while the candidate compiles: time the baseline
-            with device():
+            with device("clean_reference"):
                 clean = run.judge.request(
                     {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
                 )
@@ -286,7 +290,7 @@ def _evaluate(run: _Run) -> None:
     run.phase("load", t0)
     res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)
     if cfg.device == "cpu":
-        with device():
+        with device("clean_reference"):
             clean = run.judge.request(
                 {"cmd": "time_reference", "seeds": clean_seeds, "warmup": 3}, cfg.run_timeout_s
             )
@@ -314,15 +318,15 @@ def _evaluate(run: _Run) -> None:
             }
         )
     for i, step in enumerate(plan):
-        step["path"] = str(run.workdir / f"trial_{i}.pt")
-    with device():
+        step["stem"] = str(run.workdir / f"trial_{i}")
+    with device("correctness"):
         answer = run.worker.request(
             {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
         )
         _check_answer(run, answer, "correctness")
         verdicts = _judge_answer(
             run.judge.request(
-                {"cmd": "judge", "items": [{"seed": s["seed"], "path": s["path"]} for s in plan]},
+                {"cmd": "judge", "items": [{"seed": s["seed"], "stem": s["stem"]} for s in plan]},
                 cfg.run_timeout_s,
             ),
             "judge",
@@ -339,11 +343,12 @@ def _evaluate(run: _Run) -> None:
     timing: Timing | None = None
     remeasured = 0
     while True:
-        with device():
+        candidate_seeds = [draw() for _ in range(pairs)]
+        with device("timing"):
             timed = run.worker.request(
                 {
                     "cmd": "time",
-                    "candidate_seeds": [draw() for _ in range(pairs)],
+                    "candidate_seeds": candidate_seeds,
                     "reference_seeds": [draw() for _ in range(pairs)],
                     "buffer_seeds": [draw(), draw()],
                     "warmup": 3,
@@ -371,11 +376,19 @@ def _evaluate(run: _Run) -> None:
         remeasured += 1
     if timing.bucket_spread > cfg.max_bucket_spread:
         run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
-    if len(timed["saved"]) != min(cfg.timed_samples_checked, pairs):
+    saved = timed["saved"]
+    if (
+        not all(type(i) is int and 0 <= i < pairs for i in saved)
+        or len(set(saved)) != len(saved)
+        or len(saved) != min(cfg.timed_samples_checked, pairs)
+    ):
         raise _Verdict("rejected", "result channel: the timing answer lacks its sampled outputs")
-    with device():
+    # The parent names each checked call's seed and file: the candidate process only says which
+    # calls it saved, never what they answer.
+    items = [{"seed": candidate_seeds[i], "stem": str(run.workdir / f"timed_{i}")} for i in saved]
+    with device("check_timed"):
         sampled = _judge_answer(
-            run.judge.request({"cmd": "judge", "items": timed["saved"]}, cfg.run_timeout_s), "judge"
+            run.judge.request({"cmd": "judge", "items": items}, cfg.run_timeout_s), "judge"
         )["verdicts"]
     assert res.correctness is not None
     res.correctness.timed_outputs_checked = len(sampled)
@@ -387,7 +400,7 @@ def _evaluate(run: _Run) -> None:
 
     # provenance: kernels on every stream, and the PyTorch ops forward ran --------------------
     t0 = time.perf_counter()
-    with device():
+    with device("profile"):
         prof = run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
     _check_answer(run, prof, "profile")
     run.worker.finish()

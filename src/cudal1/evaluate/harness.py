@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import importlib.util
 import os
 import re
@@ -63,15 +64,38 @@ def set_numerics(device: str, tolerance_mode: str) -> None:
     torch.backends.cudnn.allow_tf32 = tolerance_mode == "kernelbench"
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.benchmark = False
-    torch.use_deterministic_algorithms(False)
+    if (
+        torch.are_deterministic_algorithms_enabled()
+    ):  # the call imports dynamo (2 s): only if needed
+        torch.use_deterministic_algorithms(False)
     if device == "cpu":
         # One thread: OpenMP workers on a shared or busy host turn a 0.05 ms convolution into
         # 40 ms (measured on the 2-core CI machine), which would make every CPU timing noise.
         torch.set_num_threads(1)
 
 
+def warm_device(device: str | None) -> dict[str, Any]:
+    """Pay a process's one-off device costs before it queues for the device lock: the CUDA
+    context, the profiler's imports, the cuBLAS and cuDNN handles (cuDNN loads its engine libraries on first use) and
+    the environment query. Runs before any candidate code exists; the few microsecond kernels
+    it launches are all it puts on the GPU."""
+    if device != "cuda" or not torch.cuda.is_available():
+        return {}
+    # The profiler's first session imports torch._dynamo (about 5 s on the H200 machine): the
+    # candidate process profiles one call under the lock, so the import happens here instead.
+    importlib.import_module("torch._dynamo")
+    torch.cuda.init()
+    x = torch.ones(8, 8, device="cuda")
+    x @ x
+    torch.nn.functional.conv2d(x.view(1, 1, 8, 8), x[:3, :3].reshape(1, 1, 3, 3))
+    torch.cuda.synchronize()
+    device_env(device)
+    return {}
+
+
+@functools.cache
 def device_env(device: str) -> dict[str, Any]:
-    """What the numbers were measured on."""
+    """What the numbers were measured on (asked once per process)."""
     env: dict[str, Any] = {"device": device}
     if device == "cuda":
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -160,21 +184,25 @@ def load_task(fields: dict[str, Any], sizes: str) -> TaskModule:
     return Task(**fields).load(sizes)  # type: ignore[arg-type]
 
 
-def describe_inputs(inputs: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {"shape": list(x.shape), "dtype": str(x.dtype)}
-        if isinstance(x, torch.Tensor)
-        else {"value": repr(x)}
-        for x in inputs
-    ]
-
-
 def refill(buffers: list[Any], fresh: list[Any]) -> None:
     """Copy fresh values into the existing input buffers (same addresses, new contents)."""
     with torch.no_grad():
         for b, f in zip(buffers, fresh, strict=True):
             if isinstance(b, torch.Tensor):
                 b.copy_(f)
+
+
+def write_outputs(tensors: list[torch.Tensor], stem: str) -> None:
+    """Each output's raw bytes into `STEM_I.bin`, one copy from the device straight into a
+    memory-mapped file (no pickling, no archive): the judge maps it and reads it back as the
+    dtype and shape it expects, never as anything the writer declares."""
+    for i, t in enumerate(tensors):
+        path = f"{stem}_{i}.bin"
+        flat = t.detach().reshape(-1)
+        if flat.numel() == 0:
+            Path(path).write_bytes(b"")
+            continue
+        torch.from_file(path, shared=True, size=flat.numel(), dtype=flat.dtype).copy_(flat)
 
 
 def clone_inputs(inputs: list[Any]) -> list[Any]:

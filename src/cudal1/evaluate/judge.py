@@ -63,14 +63,11 @@ class Judge:
                 stress_ok = all(bool(torch.isfinite(y).all()) for y in y32 if y.is_floating_point())
                 continue  # and it does not loosen the tolerance of the ordinary trials
             tols = t if tols is None else merge(tols, t)
-            self.inputs_spec = harness.describe_inputs(inputs)
         self.tolerance = tols or []
         return {
             "structure": structure,
             "outputs": [{"shape": list(y.shape), "dtype": str(y.dtype)} for y in y32],
-            "inputs": self.inputs_spec,
             "tolerance": [t.to_dict() for t in self.tolerance],
-            "sizes": self.task_module.sizes,
             "stress_ok": stress_ok,
             "reference_aliases": bool(facts.get("aliases")),
             "reference_mutates": bool(facts.get("inputs_mutated")),
@@ -131,7 +128,8 @@ class Judge:
         return measure_ceilings(self.device)
 
     def judge(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Compare candidate output files with the expected outputs of the seeds they answer."""
+        """Compare candidate output files with the expected outputs of the seeds they answer
+        (the parent names both: the files by the evaluation's directory, the seeds it drew)."""
         verdicts = []
         for item in msg["items"]:
             seed = item["seed"]
@@ -142,12 +140,9 @@ class Judge:
                 y32, y64 = run(self.model, inputs), run(self.model64, to_double(inputs))
             tols = merge(self.tolerance, calibrate(y32, y64, self.mode))
             try:
-                cand = torch.load(item["path"], weights_only=True, map_location=self.device)
-            except Exception as e:
-                verdicts.append({"ok": False, "reason": f"unreadable output file ({e})"})
-                continue
-            if not (isinstance(cand, list) and all(type(t) is torch.Tensor for t in cand)):
-                verdicts.append({"ok": False, "reason": "output file holds no list of tensors"})
+                cand = read_outputs(item["stem"], y32)
+            except OutputFileError as e:
+                verdicts.append({"ok": False, "reason": str(e)})
                 continue
             c = compare(cand, y32, y64, tols)
             verdicts.append(
@@ -163,11 +158,38 @@ class Judge:
         return {"verdicts": verdicts}
 
 
+class OutputFileError(Exception):
+    """A candidate's output files are missing, extra or of the wrong size."""
+
+
+def read_outputs(stem: str, expected: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The raw output files `STEM_I.bin`, read as the expected outputs' dtypes and shapes."""
+    if os.path.exists(f"{stem}_{len(expected)}.bin"):
+        raise OutputFileError(f"more than the reference's {len(expected)} output tensors")
+    out = []
+    for i, y in enumerate(expected):
+        path = f"{stem}_{i}.bin"
+        if not os.path.isfile(path):
+            raise OutputFileError(f"output {i} is missing (the reference returns {len(expected)})")
+        size = os.path.getsize(path)
+        if size != y.numel() * y.element_size():
+            raise OutputFileError(
+                f"output {i} holds {size} bytes, the reference's {tuple(y.shape)} {y.dtype} "
+                f"needs {y.numel() * y.element_size()}"
+            )
+        if y.numel() == 0:
+            out.append(torch.empty_like(y))
+            continue
+        flat = torch.from_file(path, shared=False, size=y.numel(), dtype=y.dtype)
+        out.append(flat.view(y.shape).to(y.device))
+    return out
+
+
 def main() -> None:
     judge = Judge()
     serve(
         {
-            "hello": lambda msg: {},
+            "hello": lambda msg: harness.warm_device(msg.get("device")),
             "prepare": judge.prepare,
             "time_reference": judge.time_reference,
             "judge": judge.judge,
@@ -176,6 +198,7 @@ def main() -> None:
             "ceilings": judge.ceilings,
         },
         result_channel(),
+        warm=lambda: harness.warm_device("cuda"),
     )
 
 

@@ -3,8 +3,8 @@
 Each worker gets commands on its stdin and answers on a separate pipe whose read end only the
 parent holds; its stdout and stderr go to a log file that nobody parses. JSON (never pickle)
 crosses the boundary, so a malicious answer is at worst malformed, which counts as a failure.
-Tensors travel as `torch.save` files in the evaluation's private directory and are read back
-with `weights_only=True`.
+Tensors travel as raw-byte files in the evaluation's private directory; the judge reads them as
+the dtypes and shapes it expects.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ProtocolError(Exception):
     """The worker's answer was not a well-formed message."""
 
 
-@dataclass
+@dataclass(eq=False)  # identity: a pool tracks the workers it handed out
 class Worker:
     """A worker process and the parent's ends of its pipes."""
 
@@ -144,13 +144,18 @@ class Worker:
         with contextlib.suppress(OSError):
             self.log_path.unlink()
 
-    def kill(self) -> None:
-        """End the worker and everything it started (compilers included)."""
+    def terminate(self) -> None:
+        """End the worker's processes (compilers included) but leave the pipes to the thread
+        that uses them: it sees the channel close and cleans up with `kill`."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
+
+    def kill(self) -> None:
+        """End the worker and everything it started, and close the parent's ends of its pipes."""
+        self.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
         for f in (self.proc.stdin,):
@@ -202,15 +207,14 @@ def serve(
     handlers: dict[str, Any],
     result_fd: int,
     integrity: Callable[[], list[str]] | None = None,
+    warm: Callable[[], Any] | None = None,
 ) -> None:
     """Worker side: answer commands from stdin until `stop` or end of input. Each answer echoes
     its command's nonce; `integrity` (trusted functions still the ones captured at start?) is
-    checked after every command and reported. A pre-started worker initialises CUDA before its
-    first command when CUDAL1_WARM=cuda."""
-    if os.environ.get("CUDAL1_WARM") == "cuda":
-        import torch
-
-        torch.cuda.init()
+    checked after every command and reported. A pre-started worker runs `warm` (CUDA context,
+    library handles) before its first command when CUDAL1_WARM=cuda."""
+    if os.environ.get("CUDAL1_WARM") == "cuda" and warm is not None:
+        warm()
     write = os.write  # bound now, before any candidate code exists
     dumps = json.dumps
     for line in sys.stdin:
