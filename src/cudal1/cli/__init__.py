@@ -6,6 +6,7 @@ shows the traceback instead.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -54,8 +55,16 @@ def _root(
     _state["debug"] = debug
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point. Typer handles usage errors (exit 2); a `Cudal1Error` becomes one line, exit 2."""
+    """Entry point. Typer handles usage errors (exit 2); a `Cudal1Error` becomes one line, exit 2.
+    Ctrl-C and SIGTERM both stop a run cleanly (its worker processes end with it), also when the
+    command was started in the background, where the shell would have SIGINT ignored."""
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     try:
         app(args=argv, prog_name="cudal1")
     except Cudal1Error as e:

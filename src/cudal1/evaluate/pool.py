@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -38,14 +39,16 @@ ROLES = ("judge", "candidate_worker")
 class WorkerPool:
     """Pre-started single-use workers for one device."""
 
-    def __init__(self, device: str, size: int = 2) -> None:
+    def __init__(self, device: str, size: int = 2, compile_jobs: int | None = None) -> None:
         self.device = device
         self.size = size
         self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {"CUDAL1_WARM": "cuda"}
         self.idle: dict[str, deque[Worker]] = {r: deque() for r in ROLES}
+        self.taken: weakref.WeakSet[Worker] = weakref.WeakSet()
+        """Workers handed to evaluations still running: `close` ends them too (Ctrl-C)."""
         self.lock = threading.Lock()
-        self.compile_slots = threading.Semaphore(max(1, os.cpu_count() or 1))
+        self.compile_slots = threading.Semaphore(max(1, compile_jobs or os.cpu_count() or 1))
         self.closed = False
         for role in ROLES:
             for _ in range(size):
@@ -66,15 +69,14 @@ class WorkerPool:
                     break
                 candidate.kill()
             queue.append(spawn(role, self.dir, self.env))
-        return worker or spawn(role, self.dir, self.env)
+            worker = worker or spawn(role, self.dir, self.env)
+            self.taken.add(worker)
+        return worker
 
     @contextlib.contextmanager
     def compile_slot(self) -> Iterator[None]:
         with self.compile_slots:
             yield
-
-    def set_compile_jobs(self, n: int) -> None:
-        self.compile_slots = threading.Semaphore(max(1, n))
 
     def close(self) -> None:
         with self.lock:
@@ -84,6 +86,8 @@ class WorkerPool:
             for queue in self.idle.values():
                 while queue:
                     queue.popleft().kill()
+            for worker in list(self.taken):
+                worker.terminate()  # its evaluation's thread sees it gone and cleans up
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -100,8 +104,8 @@ class LocalEvaluator:
         cache: bool = True,
     ) -> None:
         self.config = config
-        self.pool = WorkerPool(config.device, size=warm if warm is not None else min(jobs, 4))
-        self.pool.set_compile_jobs(compile_jobs or os.cpu_count() or 1)
+        size = warm if warm is not None else min(jobs, 4)
+        self.pool = WorkerPool(config.device, size=size, compile_jobs=compile_jobs)
         self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
         self.cache: dict[str, EvalResult] | None = {} if cache else None
         self.cache_lock = threading.Lock()
@@ -134,8 +138,11 @@ class LocalEvaluator:
         return self.submit(task, source).result()
 
     def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        """Stop now: queued evaluations are cancelled and running ones lose their processes
+        (their results are never delivered), so Ctrl-C leaves nothing running."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
         self.pool.close()
+        self.executor.shutdown(wait=True)
 
     def __enter__(self) -> LocalEvaluator:
         return self

@@ -156,7 +156,10 @@ def run_bench(
     write_lock = threading.Lock()
     evaluator = config.evaluator or make_evaluator("local", config.eval, jobs=config.jobs)
 
-    def one(sol: Solution) -> dict[str, Any]:
+    stopping = threading.Event()
+
+    def one(sol: Solution) -> dict[str, Any] | None:
+        """The entry's row, or None once the run is stopping (never written: resume redoes it)."""
         task = tasks.get(sol.task_id or "")
         row = _row(sol, task)
         if task is None and sol.error is None:
@@ -166,25 +169,36 @@ def run_bench(
                 result = evaluator(task, sol.code)
                 row["result"] = result.to_dict()
                 row["techniques"] = tag_techniques(sol.code, result.flags)
+            if stopping.is_set():
+                return None
             if task is not None:
                 row |= _measurements(task, config, row.get("result"))
         except Exception as e:  # one entry's failure is a row, never the end of the run
             row["error"] = f"harness error: {type(e).__name__}: {e}"
-        return row
+        return None if stopping.is_set() else row
 
+    pool = ThreadPoolExecutor(config.jobs)
     try:
-        with results.open("a") as f, ThreadPoolExecutor(config.jobs) as pool:
+        with results.open("a") as f:
             futures = [pool.submit(one, s) for s in todo]
             for fut in as_completed(futures):
                 row = fut.result()
+                if row is None:
+                    continue
                 with write_lock:
                     f.write(json.dumps(row) + "\n")
                     f.flush()
                 if on_row:
                     on_row(row)
     finally:
+        # Ctrl-C lands here too: rows not yet written are dropped, the evaluator's processes end
+        # at once, and `--resume` evaluates the dropped entries again.
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
         if config.evaluator is None:
             evaluator.close()
+            pool.shutdown(wait=True)
+        # else the caller owns the evaluator: closing it ends the evaluations still in flight
     return results
 
 

@@ -1,0 +1,80 @@
+"""Ctrl-C during `cudal1 bench`: the run stops at once, leaves no worker process behind, writes
+no row for the interrupted entry, and `--resume` evaluates that entry again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+HANGS = """\
+import time
+
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        while True:  # never returns: only the interrupt ends this evaluation
+            time.sleep(0.05)
+"""
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes whose environment carries the marker (this test's bench and its workers)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in env and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def _wait(predicate, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_bench_and_leaves_no_process(tmp_path: Path) -> None:
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    (solutions / "L1_20.py").write_text(HANGS)
+    run_dir = tmp_path / "run"
+    marker = f"CUDAL1_TEST_RUN={uuid.uuid4().hex}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
+    env["CUDAL1_BUILD_DIR"] = str(tmp_path / "build")
+    cmd = [sys.executable, "-m", "cudal1", "bench", "bundled", "--solutions", str(solutions)]
+    cmd += ["--device", "cpu", "--tasks", "L1_20", "--out", str(run_dir), "--jobs", "1"]
+    bench = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        # the candidate is running once its process exists (and has had time to load)
+        assert _wait(lambda: len(_marked(marker)) >= 3, 120), "no worker processes started"
+        time.sleep(3)
+        bench.send_signal(signal.SIGINT)
+        bench.wait(timeout=60)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+    assert bench.returncode != 0
+    assert _wait(lambda: not _marked(marker), 15), f"left running: {_marked(marker)}"
+    results = run_dir / "results.jsonl"
+    rows = (
+        [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    )
+    assert [r for r in rows if r["task_id"] == "L1_20"] == []  # interrupted: not recorded
