@@ -22,7 +22,7 @@ app = typer.Typer(
 console = Console()
 
 CONFIG = typer.Option(
-    None, "--config", help="A TOML file with [run], [eval], [grpo], ... sections."
+    None, "--config", help=r"A TOML file with \[run], \[eval], \[grpo], ... sections."
 )
 SET = typer.Option(None, "--set", help="Override: section.field=value (repeatable).")
 OUT = typer.Option(None, help="Run directory (run.out).")

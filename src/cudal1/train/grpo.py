@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,57 @@ def run_grpo(
                         "reward/speedup_distribution", torch.tensor(speedups), state.global_step
                     )
 
+    class PhaseClock(TrainerCallback):
+        """Wall seconds of each step split into generation, reward (evaluation) and the rest
+        (log-probabilities, loss, backward, optimiser): where a step's time goes."""
+
+        def __init__(self) -> None:
+            self.seconds = {"generation": 0.0, "reward": 0.0, "step": 0.0}
+            self.steps = 0
+
+        def wrap_generation(self, trainer: Any) -> None:
+            # TRL has no hook around generation; time its `_generate` on this instance only.
+            generate = trainer._generate
+
+            def timed(*a: Any, **kw: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return generate(*a, **kw)
+                finally:
+                    self.seconds["generation"] += time.perf_counter() - t0
+
+            trainer._generate = timed
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.seconds["step"] += time.perf_counter() - self.t0
+            self.steps += 1
+
+        def summary(self) -> dict[str, Any]:
+            reward_s = sum(h["metrics"]["time/reward_s"] for h in reward.history)
+            device_s = sum(h["metrics"]["time/eval_device_s"] for h in reward.history)
+            step_s = self.seconds["step"]
+            gen_s = self.seconds["generation"]
+            return {
+                "steps": self.steps,
+                "steps_per_s": round(self.steps / step_s, 4) if step_s else None,
+                "seconds": {
+                    "step": round(step_s, 2),
+                    "generation": round(gen_s, 2),
+                    "reward": round(reward_s, 2),
+                    "eval_device": round(device_s, 2),
+                    "optimisation": round(max(0.0, step_s - gen_s - reward_s), 2),
+                },
+                "peak_gpu_memory_gb": (
+                    round(torch.cuda.max_memory_allocated() / 2**30, 3)
+                    if torch.cuda.is_available()
+                    else None
+                ),
+            }
+
+    clock = PhaseClock()
     os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.out / "tensorboard"))
     batch = stage.prompts_per_step * stage.num_generations
     args = GRPOConfig(
@@ -149,9 +201,10 @@ def run_grpo(
         args=args,
         train_dataset=prompts.dataset(),
         processing_class=tokenizer,
-        callbacks=[Snapshots()],
+        callbacks=[Snapshots(), clock],
         peft_config=peft_config,
     )
+    clock.wrap_generation(trainer)
     try:
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
         final = run.out / "final"
@@ -166,4 +219,5 @@ def run_grpo(
         "final": str(run.out / "final"),
         "exemplars": db.count(),
         "rewards": [h["metrics"] for h in reward.history],
+        "timing": clock.summary(),
     }

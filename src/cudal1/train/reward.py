@@ -21,6 +21,7 @@ import asyncio
 import json
 import math
 import statistics
+import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,6 +170,7 @@ class CudaL1Reward:
         **_: Any,
     ) -> list[float]:
         step = int(getattr(trainer_state, "global_step", 0) or 0)
+        t0 = time.perf_counter()
         scored = await asyncio.gather(
             *(
                 self.score_text(tid, completion_text(c), json.loads(ex), step)
@@ -177,7 +179,7 @@ class CudaL1Reward:
         )
         raw = [r for r, _ in scored]
         rewards = self.shaper.shape(raw)
-        self._log(scored, rewards, log_metric)
+        self._log(scored, rewards, log_metric, time.perf_counter() - t0)
         return rewards
 
     def _log(
@@ -185,6 +187,7 @@ class CudaL1Reward:
         scored: list[tuple[float | None, EvalResult | None]],
         rewards: list[float],
         log_metric: Any,
+        seconds: float,
     ) -> None:
         n = len(scored)
         statuses = Counter(res.status if res else "unparsed" for _, res in scored)
@@ -199,6 +202,12 @@ class CudaL1Reward:
             "reward/shaped": statistics.fmean(rewards),
             "reward/norm_mean": self.shaper.mean,
             "reward/norm_std": self.shaper.std,
+            # wall time of the whole reward call (compiles included), and the part of it the
+            # evaluations held the device: the GPU-seconds that evaluation cost this step
+            "time/reward_s": round(seconds, 3),
+            "time/eval_device_s": round(
+                sum(res.phase_seconds.get("device", 0.0) for _, res in scored if res), 3
+            ),
         }
         metrics |= {f"flags/{k}": v / n for k, v in flags.items()}
         self.history.append({"metrics": metrics, "speedups": speedups, "statuses": dict(statuses)})
