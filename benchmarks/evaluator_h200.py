@@ -22,12 +22,12 @@ from cudal1.evaluate import EvalConfig, evaluate
 from cudal1.tasks import load_suite
 from tests.corpus import Case, load_cases
 
-# One honest candidate per level for the repeatability and cost figures.
 REPEAT_CASES = [
-    ("honest", "L1_20"),
-    ("honest", "L2_8"),
-    ("honest", "L3_1"),
+    "triton_gelu_erf@L1_20",
+    "conv_bn_relu_folded@L2_8",
+    "mlp_addmm_relu_inplace@L3_1",
 ]
+"""One honest candidate per level (policy `any`) for the repeatability and cost figures."""
 GPU_PHASES = ("device",)  # time holding the device lock: GPU-seconds, compile excluded
 
 
@@ -83,15 +83,16 @@ def corpora(out: Path, jobs: int, device: str | None, only: set[str] | None = No
     return rows
 
 
-def repeatability(out: Path, repeat: int) -> list[dict]:
+def repeatability(out: Path, repeat: int, cases: list[str]) -> list[dict]:
     rows = []
-    honest = {(c.corpus, c.task): c for c in load_cases("honest", "cuda")}
+    honest = {c.id: c for c in load_cases("honest", "cuda") if c.policy == "any"}
     with (out / "repeatability.jsonl").open("w") as f:
-        for key in REPEAT_CASES:
+        for key in cases:
+            key, _, count = key.partition("=")
             case = honest.get(key)
             if case is None:
                 continue
-            for i in range(repeat):
+            for i in range(int(count or repeat)):
                 row = run_case(case)
                 row["run"] = i
                 rows.append(row)
@@ -156,6 +157,11 @@ def main() -> int:
     parser.add_argument("--skip-corpora", action="store_true")
     parser.add_argument("--device", choices=["cuda", "cpu"], default=None, help="Only these cases.")
     parser.add_argument("--only", default=None, help="Comma-separated case ids (file@task) to run.")
+    parser.add_argument(
+        "--repeat-cases",
+        default=",".join(REPEAT_CASES),
+        help="Comma-separated case ids for repeatability, each optionally =COUNT (else --repeat).",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -167,7 +173,9 @@ def main() -> int:
         )
     )
     t1 = time.perf_counter()
-    repeat_rows = repeatability(args.out, args.repeat) if args.repeat else []
+    repeat_rows = (
+        repeatability(args.out, args.repeat, args.repeat_cases.split(",")) if args.repeat else []
+    )
     summary = summarize(corpus_rows, repeat_rows)
     summary += f"\n\nwall: corpora {t1 - t0:.0f} s, repeatability {time.perf_counter() - t1:.0f} s"
     (args.out / "summary.md").write_text(summary + "\n")

@@ -2,7 +2,7 @@
 three rounds each, real CUDA and Triton candidates from the honest corpus as the replayed answers
 (slow PyTorch first, then custom kernels), plus one broken answer per task.
 
-    PYTHONPATH=src:. python3 benchmarks/optimize_h200.py --out $OUT
+    PYTHONPATH=src:. python3 benchmarks/optimize_h200.py --out $OUT [--tasks L1_20,L2_1]
 
 Writes OUT/optimize-TASK/{report.md,summary.json,best.py} and prints the reports.
 """
@@ -46,9 +46,11 @@ def answer(item: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--tasks", default=",".join(PLANS), help="comma-separated subset")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for task, rounds in PLANS.items():
+    for task in args.tasks.split(","):
+        rounds = PLANS[task]
         out = args.out / f"optimize-{task}"
         t0 = time.perf_counter()
         for r, answers in enumerate(rounds):  # one invocation per round: also exercises resume

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One call of the device tool: run the named parts side by side on the H200, each working under
+# $WORK/PART/, then print a short summary of each and pack $WORK into $OUT/${PACK:-parts}.tgz (the device
+# tool brings back at most 8 files). Parts that use the GPU take the device lock for
+# every measured phase, so they interleave without sharing a measurement.
+#
+#   bash benchmarks/h200_run.sh [--limit SECONDS] PART...
+#
+# Parts:
+#   eval        red-team/honest cases named in $EVAL_ONLY (all CUDA cases if empty; none if
+#               EVAL_CORPORA=0) + repeatability ($EVAL_REPEAT runs of one case per level)
+#   optimize    `cudal1 optimize` with the replay policy on $OPT_TASKS (default L2_1)
+#   audit       `cudal1 bench` of CUDA-L1's H100 release, calibrated tolerance (resumes $AUDIT_DIR)
+#   audit-kb    the same with --tolerance kernelbench
+#   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
+#   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time)
+# Every part is interrupted (SIGINT, as Ctrl-C) at --limit seconds (default 480); the audits
+# continue with --resume on the next call.
+set -u
+LIMIT=480
+if [ "${1:-}" = "--limit" ]; then LIMIT=$2; shift 2; fi
+: "${OUT:?set OUT to the output directory}"
+export PYTHONPATH=$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}
+export TORCH_CUDA_ARCH_LIST=9.0 PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-4}
+CUDA_L1=.device_data/cuda-l1-h100.jsonl
+WORK=${WORK:-/tmp/h200-work}
+AUDIT_DIR=${AUDIT_DIR:-$WORK/audit}
+AUDIT_KB_DIR=${AUDIT_KB_DIR:-$WORK/audit-kb}
+mkdir -p "$OUT" "$WORK"
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader >"$WORK/gpu.txt"
+
+part() {
+  case $1 in
+    eval)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/evaluator_h200.py --out "$WORK/eval" --device cuda --jobs 4 \
+        --repeat "${EVAL_REPEAT:-5}" ${EVAL_ONLY:+--only "$EVAL_ONLY"} ${REPEAT_CASES:+--repeat-cases "$REPEAT_CASES"} \
+        $([ "${EVAL_CORPORA:-1}" = 0 ] && echo --skip-corpora) ;;
+    optimize)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/optimize_h200.py --out "$WORK/optimize" --tasks "${OPT_TASKS:-L2_1}" ;;
+    audit)
+      timeout -s INT -k 20 "$LIMIT" python3 -m cudal1 bench "$CUDA_L1" --solutions "$CUDA_L1" --device cuda \
+        --out "$AUDIT_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ;;
+    audit-kb)
+      timeout -s INT -k 20 "$LIMIT" python3 -m cudal1 bench "$CUDA_L1" --solutions "$CUDA_L1" --device cuda \
+        --tolerance kernelbench --out "$AUDIT_KB_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ;;
+    grpo)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/train_pipeline.py --out "$WORK/grpo" --device cuda \
+        --steps "${GRPO_STEPS:-4}" ;;
+    throughput)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/throughput.py --out "$WORK/throughput" --device cuda \
+        --count "${TP_COUNT:-20}" --sequential "${TP_SEQUENTIAL:-8}" --jobs 8 ;;
+    *) echo "unknown part $1" >&2; return 2 ;;
+  esac
+}
+
+start=$(date +%s)
+for p in "$@"; do
+  mkdir -p "$WORK/$p"
+  (part "$p" >"$WORK/$p/log.txt" 2>&1; echo "exit $? after $(( $(date +%s) - start )) s" >>"$WORK/$p/log.txt") &
+done
+wait
+
+for p in "$@"; do
+  echo "=================== $p"
+  case $p in
+    audit|audit-kb)
+      dir=$([ "$p" = audit ] && echo "$AUDIT_DIR" || echo "$AUDIT_KB_DIR")
+      python3 -m cudal1 report "$dir" >/dev/null 2>&1
+      python3 - "$dir" <<'EOF'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
+st = collections.Counter((r.get("result") or {}).get("status", "no submission") for r in rows)
+print(len(rows), "entries:", dict(st))
+EOF
+      tail -n 2 "$WORK/$p/log.txt" ;;
+    *) tail -n 40 "$WORK/$p/log.txt" ;;
+  esac
+done
+
+tar czf "$OUT/${PACK:-parts}.tgz" -C "$WORK" --exclude='*.bin' --exclude='checkpoint-*' --exclude='*.safetensors' .
+ls -la "$OUT"
