@@ -172,6 +172,14 @@ def test_markdown_header_and_rule_labels(run_dir: Path) -> None:
     assert "strict rule: failures count as failures; geomean over correct tasks only (n=3)" in md
 
 
+def test_header_environment_from_a_row_that_reached_the_device(tmp_path: Path) -> None:
+    """A run whose first row was refused by the static check (no device, so no GPU in its env)."""
+    rows = [_failed("L1_11", 1, "train", "rejected", reasons=["static check"]), *ROWS[:1]]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "run.json").write_text(json.dumps({"suite": "bundled", "eval": {}}))
+    assert "GPU NVIDIA H200, torch 2.13.0, CUDA 12.8" in render_markdown(tmp_path)
+
+
 @pytest.mark.parametrize(
     ("group", "paper", "strict"),
     [

@@ -156,7 +156,9 @@ def _blocks(run: Run, *, html_page: bool) -> list[Block]:
 
 def _header(run: Run) -> Table:
     ev = run.meta.get("eval") or {}
-    env = next((r["result"].get("env") or {} for r in run.rows if r.get("result")), {})
+    envs = [r["result"].get("env") or {} for r in run.rows if r.get("result")]
+    # a row refused by the static check never reached the device: take one that did
+    env = next((e for e in envs if e.get("gpu")), envs[0] if envs else {})
     unscored = sum(r.get("level") is None for r in run.rows)
     rows = f"{len(run.rows)}" + (f" ({unscored} outside the suite, not scored)" if unscored else "")
     items = [
