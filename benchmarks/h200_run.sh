@@ -44,6 +44,13 @@ part() {
       timeout -s INT -k 20 "$LIMIT" python3 -m cudal1 bench "$CUDA_L1" --solutions "$CUDA_L1" --device cuda \
         --tolerance kernelbench --out "$AUDIT_KB_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ;;
     grpo)
+      # TRL and datasets are not on the machine: carry `.whl` with trl, datasets, dill,
+      # multiprocess and fsspec, but not pyarrow (datasets fails to pickle with pyarrow 26;
+      # the machine's own 25.0.1 works).
+      if [ -d .whl ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
+      fi
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/train_pipeline.py --out "$WORK/grpo" --device cuda \
         --steps "${GRPO_STEPS:-4}" ;;
     throughput)
