@@ -69,7 +69,11 @@ def main() -> int:
         for i, kind in enumerate(kinds):
             source = HEAD + KINDS[kind] + f"# soak {i} {uuid.uuid4().hex}\n"
             submitted[ev.submit(task, source)] = (i, kind)
-        for n, (future, (i, kind)) in enumerate(submitted.items()):
+        # Each future is dropped once read, so the memory samples show the harness, not this
+        # script holding a thousand EvalResults.
+        for n in range(len(submitted)):
+            future = next(iter(submitted))  # in submission order
+            i, kind = submitted.pop(future)
             try:
                 r = future.result()
                 if i in results:
@@ -77,6 +81,7 @@ def main() -> int:
                 results[i] = (kind, r.status)
             except Exception as e:
                 harness_failures.append(f"{i}: {type(e).__name__}: {e}")
+            del future
             if n % 50 == 0:
                 memory.append(
                     {
