@@ -64,9 +64,8 @@ def set_numerics(device: str, tolerance_mode: str) -> None:
     torch.backends.cudnn.allow_tf32 = tolerance_mode == "kernelbench"
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.benchmark = False
-    if (
-        torch.are_deterministic_algorithms_enabled()
-    ):  # the call imports dynamo (2 s): only if needed
+    # Switching it off imports torch._dynamo (2 s or more): only when it is on.
+    if torch.are_deterministic_algorithms_enabled():
         torch.use_deterministic_algorithms(False)
     if device == "cpu":
         # One thread: OpenMP workers on a shared or busy host turn a 0.05 ms convolution into
@@ -76,9 +75,9 @@ def set_numerics(device: str, tolerance_mode: str) -> None:
 
 def warm_device(device: str | None) -> dict[str, Any]:
     """Pay a process's one-off device costs before it queues for the device lock: the CUDA
-    context, the profiler's imports, the cuBLAS and cuDNN handles (cuDNN loads its engine libraries on first use) and
-    the environment query. Runs before any candidate code exists; the few microsecond kernels
-    it launches are all it puts on the GPU."""
+    context, the profiler's imports, the cuBLAS and cuDNN handles (cuDNN loads its engine
+    libraries on first use) and the environment query. Runs before any candidate code exists;
+    the few microsecond kernels it launches are all it puts on the GPU."""
     if device != "cuda" or not torch.cuda.is_available():
         return {}
     # The profiler's first session imports torch._dynamo (about 5 s on the H200 machine): the
