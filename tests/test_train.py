@@ -126,6 +126,14 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     summary = json.loads((out / "grpo.json").read_text())
     assert summary["steps"] == 2 and summary["rewards"]
     assert all(m["reward/shaped"] <= 1.5 for m in summary["rewards"])
+    timing = summary["timing"]  # where the steps' time went
+    assert timing["steps"] == 2 and timing["steps_per_s"] > 0
+    seconds = timing["seconds"]
+    assert 0 < seconds["generation"] < seconds["step"]
+    assert seconds["reward"] == pytest.approx(
+        sum(m["time/reward_s"] for m in summary["rewards"]), abs=0.01
+    )
+    assert seconds["generation"] + seconds["reward"] <= seconds["step"] + 0.01
     db = ExemplarDB(out / "exemplars.db")
     rows = db.exemplars("L1_20")
     assert rows[0].is_reference and len(rows) >= 2  # every rollout entered the database
