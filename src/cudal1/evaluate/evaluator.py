@@ -52,11 +52,11 @@ from cudal1.evaluate.timing import bucket_speedups, median_interval, spread
 from cudal1.tasks import Task, source_hash
 
 OVERHEAD_MS = {"cuda": 0.3, "cpu": 3.0}
+"""Harness time per timed call beyond the call itself (input refill, flush, checks)."""
 BASELINE_DRIFT = {"cuda": 0.10, "cpu": 0.25}
 """How much slower the reference may run beside the candidate before the clean one is used."""
 STRESS_SCALE = 32.0
 """The stress trial multiplies floating inputs by this: same task, a wider range of values."""
-"""Harness time per timed call beyond the call itself (input refill, flush, checks)."""
 
 
 class _Verdict(Exception):

@@ -153,7 +153,6 @@ def run_bench(
     missing = sorted((covered if covered is not None else set(tasks)) - have)
     solutions = [*solutions, *(Solution(t, None, "missing", "no submission") for t in missing)]
     todo = [s for s in solutions if _key(s) not in skip]
-    write_lock = threading.Lock()
     evaluator = config.evaluator or make_evaluator("local", config.eval, jobs=config.jobs)
 
     stopping = threading.Event()
@@ -185,9 +184,8 @@ def run_bench(
                 row = fut.result()
                 if row is None:
                     continue
-                with write_lock:
-                    f.write(json.dumps(row) + "\n")
-                    f.flush()
+                f.write(json.dumps(row) + "\n")  # only this thread writes
+                f.flush()
                 if on_row:
                     on_row(row)
     finally:
