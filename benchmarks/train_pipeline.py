@@ -5,7 +5,10 @@ it, then stage-3 GRPO from that checkpoint with real evaluation of every rollout
     PYTHONPATH=src:. python3 benchmarks/train_pipeline.py --out DIR [--device cuda] [--steps 4]
 
 A randomly initialised model never writes a parseable answer, so GRPO from it would evaluate
-nothing; SFT on the teacher's answers first is what the paper does too. The figures (steps/s,
+nothing; SFT on the teacher's answers first is what the paper does too. A tiny model memorises
+rather than generalises: trained on stage 1's one-shot prompts only, it answers GRPO's longer
+contrastive prompts (exemplars shown) with an end-of-turn at once. So the SFT set also pairs
+each answer with contrastive prompts drawn from the database GRPO starts from. The figures (steps/s,
 seconds in generation, evaluation and optimisation, evaluation GPU-seconds, peak memory) are
 printed from DIR/grpo.json at the end.
 """
@@ -39,6 +42,24 @@ def answer(code: str) -> str:
     )
 
 
+def contrastive_rows(out: Path, device: str, draws: int) -> list[dict]:
+    """Each stage-1 answer under `draws` contrastive prompts, built from the run's database the
+    way `cudal1 train grpo` builds them (same sampler and exemplar count)."""
+    from cudal1.exemplars import ExemplarDB, make_sampler
+    from cudal1.tasks import resolve_task
+    from cudal1.train.config import GRPOStageConfig
+    from cudal1.train.prompts import ContrastivePrompts
+
+    stage, task = GRPOStageConfig(), resolve_task(TASK)
+    sampler = make_sampler(stage.sampler, max(stage.exemplars, 1), stage.tau)
+    db = ExemplarDB(out / "exemplars.db")
+    prompts = ContrastivePrompts([task], db, sampler, device=device, seed=1)
+    answers = [json.loads(line)["messages"][-1] for line in (out / "augment.jsonl").open()]
+    return [
+        {"messages": [*prompts.build(task)["prompt"], a]} for a in answers for _ in range(draws)
+    ]
+
+
 def cli(*args: str) -> None:
     cmd = [sys.executable, "-m", "cudal1", "train", *args]
     print("$", " ".join(cmd), flush=True)
@@ -52,7 +73,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--sft-epochs", type=float, default=250)
+    parser.add_argument("--sft-epochs", type=float, default=40)
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -66,7 +87,12 @@ def main() -> int:
     t0 = time.perf_counter()
     cli("augment", *common, "--teacher", f"replay:{replay}",
         "--set", "augment.attempts=2", "--set", "augment.keep=2")  # fmt: skip
-    cli("sft", *common, "--set", f"sft.epochs={args.sft_epochs}",
+    sft_data = out / "sft-data.jsonl"
+    rows = [json.loads(line) for line in (out / "augment.jsonl").open()]
+    rows += contrastive_rows(out, args.device, draws=4)
+    sft_data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cli("sft", *common, "--set", f"sft.dataset={json.dumps(str(sft_data))}",
+        "--set", f"sft.epochs={args.sft_epochs}",
         "--set", "sft.learning_rate=0.003", "--set", "sft.max_length=4096")  # fmt: skip
     cli("grpo", *common, "--model", str(out / "sft"), "--steps", str(args.steps),
         "--set", "grpo.num_generations=4", "--set", "grpo.max_completion_length=800",
