@@ -56,11 +56,16 @@ def test_mixed_batch_every_result_once(evaluator):
 
 @pytest.mark.slow
 def test_cache_and_fresh(evaluator):
+    twins = [evaluator.submit(GELU, HONEST + "\n# twins\n") for _ in range(2)]
+    a, b = (f.result(timeout=600) for f in twins)  # submitted together, evaluated once
+    assert sorted([a.cached, b.cached]) == [False, True] and a.phase_seconds == b.phase_seconds
     first = evaluator(GELU, HONEST + "\n# cache\n")
     again = evaluator(GELU, HONEST + "\n# cache\n")
     assert again.phase_seconds == first.phase_seconds  # served from the cache
+    assert again.cached and not first.cached
     fresh = evaluator.submit(GELU, HONEST + "\n# cache\n", fresh=True).result()
     assert fresh.status == "ok" and fresh.phase_seconds != first.phase_seconds
+    assert not fresh.cached
 
 
 @pytest.mark.slow

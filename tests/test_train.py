@@ -223,3 +223,25 @@ def test_verl_overrides_and_score(tmp_path, monkeypatch):
     assert verl.compute_score("cudal1", "no code", "L1_20") == -1.5
     assert -1.5 < verl.compute_score("cudal1", honest, "L1_20") <= 1.5
     verl._Context._instance.reward.evaluator.close()
+
+
+@pytest.mark.slow
+def test_reward_counts_device_seconds_of_new_evaluations_only(tmp_path):
+    from cudal1.evaluate import EvalConfig
+    from cudal1.evaluate.pool import LocalEvaluator
+    from cudal1.train.reward import CudaL1Reward
+
+    config = EvalConfig(device="cpu", trials=1, timing_budget_s=0.1, min_pairs=7, max_pairs=7)
+    evaluator = LocalEvaluator(config, jobs=1)
+    reward = CudaL1Reward({TASK.id: TASK}, ExemplarDB(tmp_path / "x.db"), evaluator)
+    code = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
+    answer = [{"role": "assistant", "content": f"```python\n{code}```"}]
+    try:
+        for _ in range(2):  # the same rollout twice: the second answer comes from the cache
+            asyncio.run(reward([[]], [answer], task_id=[TASK.id], exemplar_ids=["[]"]))
+    finally:
+        evaluator.close()
+    first, second = (h["metrics"] for h in reward.history)
+    assert first["reward/correct"] == second["reward/correct"] == 1.0
+    assert first["reward/cached"] == 0.0 and first["time/eval_device_s"] > 0
+    assert second["reward/cached"] == 1.0 and second["time/eval_device_s"] == 0.0

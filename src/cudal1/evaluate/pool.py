@@ -7,8 +7,9 @@ interface that many candidates can be submitted to at once.
 - `LocalEvaluator`: runs evaluations in threads (`jobs` at once). Compilation (the candidate's
   `load` step) is limited to `compile_jobs` at once, sized to the CPU cores; every phase that uses
   the device takes the device lock, so one GPU never runs two measurements at once while compiles
-  of later candidates proceed. Identical (task, candidate, config) are answered from a cache
-  unless `fresh=True` (the re-measurement of a suspicious win must be independent).
+  of later candidates proceed. Identical (task, candidate, config) are evaluated once: a repeat,
+  even one submitted while the first is still running, gets that result marked `cached`, unless
+  `fresh=True` (the re-measurement of a suspicious win must be independent).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -107,7 +109,9 @@ class LocalEvaluator:
         size = warm if warm is not None else min(jobs, 4)
         self.pool = WorkerPool(config.device, size=size, compile_jobs=compile_jobs)
         self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
-        self.cache: dict[str, EvalResult] | None = {} if cache else None
+        # key -> the evaluation's future: a second request for a candidate already being
+        # evaluated waits for that evaluation instead of spending device time on a copy
+        self.cache: dict[str, Future[EvalResult]] | None = {} if cache else None
         self.cache_lock = threading.Lock()
 
     def _key(self, task: Task, source: str) -> str:
@@ -117,14 +121,24 @@ class LocalEvaluator:
 
     def _run(self, task: Task, source: str, fresh: bool) -> EvalResult:
         key = self._key(task, source)
-        if self.cache is not None and not fresh:
-            with self.cache_lock:
-                if key in self.cache:
-                    return self.cache[key]
-        result = evaluate(task, source, self.config, workers=self.pool)
+        mine: Future[EvalResult] = Future()
         if self.cache is not None:
             with self.cache_lock:
-                self.cache.setdefault(key, result)
+                known = self.cache.get(key)
+                if known is None:
+                    self.cache[key] = mine
+            if known is not None and not fresh:
+                return dataclasses.replace(known.result(), cached=True)
+        try:
+            result = evaluate(task, source, self.config, workers=self.pool)
+        except BaseException as e:
+            mine.set_exception(e)
+            if self.cache is not None:
+                with self.cache_lock:
+                    if self.cache.get(key) is mine:  # the next request tries again
+                        del self.cache[key]
+            raise
+        mine.set_result(result)
         return result
 
     def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:

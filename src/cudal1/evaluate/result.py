@@ -102,6 +102,9 @@ class EvalResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     log_tail: str = ""
     """The end of the candidate process's own output (never parsed; for humans and LLM feedback)."""
+    cached: bool = False
+    """Served from the evaluator's cache: `phase_seconds` are the original evaluation's, and this
+    answer cost no device time."""
 
     @property
     def ok(self) -> bool:

@@ -202,11 +202,18 @@ class CudaL1Reward:
             "reward/shaped": statistics.fmean(rewards),
             "reward/norm_mean": self.shaper.mean,
             "reward/norm_std": self.shaper.std,
+            "reward/cached": sum(1 for _, res in scored if res and res.cached) / n,
             # wall time of the whole reward call (compiles included), and the part of it the
-            # evaluations held the device: the GPU-seconds that evaluation cost this step
+            # evaluations held the device: the GPU-seconds that evaluation cost this step (an
+            # answer from the evaluator's cache cost none)
             "time/reward_s": round(seconds, 3),
             "time/eval_device_s": round(
-                sum(res.phase_seconds.get("device", 0.0) for _, res in scored if res), 3
+                sum(
+                    res.phase_seconds.get("device", 0.0)
+                    for _, res in scored
+                    if res and not res.cached
+                ),
+                3,
             ),
         }
         metrics |= {f"flags/{k}": v / n for k, v in flags.items()}
