@@ -142,3 +142,111 @@ def test_main_job_example_is_honest():
     source = (REPO / "examples" / "L2_8_fold_batchnorm.py").read_text()
     r = evaluate(task, source, EvalConfig(**FAST))
     assert r.status == "ok", r.reasons
+
+
+@pytest.mark.slow
+def test_a_build_killed_midway_does_not_block_the_next_evaluation(tmp_path):
+    """An interrupted run leaves torch's build-in-progress marker behind; the next evaluation of
+    that candidate must build, not wait on it until the compile timeout."""
+    from cudal1.tasks import source_hash
+
+    source = (REPO / "tests" / "honest" / "candidates" / "gelu_cpp_erf.py").read_text()
+    marker = tmp_path / source_hash(source) / "torch_extensions" / "honest_gelu_cpp_erf" / "lock"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    r = _eval(source, build_root=tmp_path, compile_timeout_s=240)
+    assert r.status == "ok", r.reasons
+    assert not marker.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_the_measuring_process_runs_on_cores_kept_for_it():
+    """Loading runs on the shared cores, the device-locked steps on the kept ones."""
+    import os
+
+    cores = sorted(os.sched_getaffinity(0))
+    source = _with_forward(
+        'print("forward on", sorted(os.sched_getaffinity(0)))\nreturn torch.nn.functional.gelu(x)',
+        header='import os\nprint("loaded on", sorted(os.sched_getaffinity(0)))',
+    )
+    r = _eval(source, measure_cpus=1)
+    assert r.status == "ok", r.reasons
+    assert f"loaded on {cores[:-1]}" in r.log_tail
+    assert f"forward on {cores[-1:]}" in r.log_tail
+    assert f"forward on {cores}" not in r.log_tail
+
+
+RNN_STATE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.gru = nn.GRU(n, n, batch_first=True)
+        self.h0 = torch.randn(1, 4, n)  # a plain attribute, as in KernelBench's RNN tasks
+
+    def forward(self, x):
+        self.h0 = self.h0.to(x.device)
+        return self.gru(x, self.h0)[0]
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 16)]
+
+
+def get_init_inputs():
+    return [16]
+"""
+
+FP32_ONLY_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        w = torch.ones(x.shape[1], 8, dtype=torch.float32, device=x.device)
+        return x @ w  # fails in fp64: the weight's dtype is hard-coded
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _task_file(tmp_path, source):
+    from cudal1.tasks.suites import load_task_file
+
+    path = tmp_path / "task.py"
+    path.write_text(source)
+    return load_task_file(path)
+
+
+def _honest_copy(task_source):
+    return task_source.replace("class Model(", "class ModelNew(")
+
+
+@pytest.mark.slow
+def test_fp64_twin_converts_state_kept_as_plain_attributes(tmp_path):
+    task = _task_file(tmp_path, RNN_STATE_TASK)
+    r = evaluate(task, _honest_copy(RNN_STATE_TASK), EvalConfig(**FAST))
+    assert r.status == "ok", r.reasons
+    assert not any(f.startswith("tolerance_fallback") for f in r.flags)
+    assert r.correctness.tolerance[0]["mode"] == "calibrated"
+
+
+@pytest.mark.slow
+def test_a_reference_that_cannot_run_in_fp64_is_judged_with_kernelbench_tolerance(tmp_path):
+    task = _task_file(tmp_path, FP32_ONLY_TASK)
+    honest = evaluate(task, _honest_copy(FP32_ONLY_TASK), EvalConfig(**FAST))
+    assert honest.status == "ok", honest.reasons
+    assert any(f.startswith("tolerance_fallback:fp64 reference failed") for f in honest.flags)
+    wrong = _honest_copy(FP32_ONLY_TASK).replace("return x @ w", "return x @ w + 0.5")
+    assert evaluate(task, wrong, EvalConfig(**FAST)).status == "incorrect"

@@ -83,6 +83,19 @@ class _Run:
     rejections: list[str] = field(default_factory=list)
     build_env: dict[str, str] = field(default_factory=dict)
     compile_slot: Any = None
+    cpus: harness.CpuPartition | None = None
+
+    def pin_measuring(self, measuring: bool) -> None:
+        """While this evaluation holds the device lock its processes' main threads (which launch
+        and time) run on the kept cores; afterwards every thread returns to the shared ones."""
+        if self.cpus is None:
+            return
+        for w in (self.judge, self.worker):
+            if w is not None:
+                if measuring:
+                    harness.pin(w.proc.pid, self.cpus.measuring)
+                else:
+                    harness.pin(w.proc.pid, self.cpus.shared, all_threads=True)
 
     def phase(self, name: str, t0: float) -> None:
         self.result.phase_seconds[name] = round(time.perf_counter() - t0, 4)
@@ -96,11 +109,12 @@ class _Run:
 class FreshWorkers:
     """Start a judge and a candidate process for each evaluation (the default)."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, cpus: frozenset[int] | None = None) -> None:
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {}
+        self.cpus = cpus
 
     def take(self, role: str, workdir: Path) -> Worker:
-        return spawn(role, workdir, self.env)
+        return spawn(role, workdir, self.env, self.cpus)
 
     @contextlib.contextmanager
     def compile_slot(self):
@@ -126,7 +140,8 @@ def evaluate(
     could be carried out (no GPU for `device="cuda"`, a reference that fails on its own).
     `workers` supplies the processes (default: fresh ones; `WorkerPool`: pre-started)."""
     config = config or EvalConfig()
-    workers = workers or FreshWorkers(config.device)
+    cpus = harness.cpu_partition(config.measure_cpus)
+    workers = workers or FreshWorkers(config.device, cpus and cpus.shared)
     if config.device == "cuda" and not torch.cuda.is_available():
         raise Cudal1Error("device cuda requested but no CUDA device is visible: use --device cpu")
     t_total = time.perf_counter()
@@ -149,7 +164,7 @@ def evaluate(
         return result
 
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-eval-", dir=_scratch_root()))
-    run = _Run(config, task, result, static, workdir, compile_slot=workers.compile_slot)
+    run = _Run(config, task, result, static, workdir, compile_slot=workers.compile_slot, cpus=cpus)
     build_dir = config.build_root / result.candidate_hash
     run.build_env = {
         "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
@@ -159,21 +174,28 @@ def evaluate(
         (workdir / "candidate.py").write_text(candidate_source)
         run.judge = workers.take("judge", workdir)
         run.worker = workers.take("candidate_worker", workdir)
-        _evaluate(run)
-        result.status = "rejected" if run.rejections else "ok"  # type: ignore[assignment]
-        result.reasons = sorted(set(run.rejections))
-    except _Verdict as v:
-        # Evidence of dishonesty outranks a wrong answer: a side stream that had not finished
-        # when forward returned is a hack first, an incorrect output second.
-        status = "rejected" if run.rejections and v.status == "incorrect" else v.status
-        result.status = status  # type: ignore[assignment]
-        result.reasons = [*sorted(set(run.rejections)), v.reason]
-    except WorkerTimeout as e:
-        result.status, result.reasons = "timeout", [str(e)]
-    except WorkerGone as e:
-        result.status, result.reasons = "runtime_error", [str(e)]
-    except ProtocolError as e:  # only deliberate writes reach the result channel
-        result.status, result.reasons = "rejected", [f"result channel: {e}"]
+        with harness.build_lock(build_dir):
+            try:
+                _evaluate(run)
+                result.status = "rejected" if run.rejections else "ok"  # type: ignore[assignment]
+                result.reasons = sorted(set(run.rejections))
+            except _Verdict as v:
+                # Evidence of dishonesty outranks a wrong answer: a side stream that had not
+                # finished when forward returned is a hack first, an incorrect output second.
+                status = "rejected" if run.rejections and v.status == "incorrect" else v.status
+                result.status = status  # type: ignore[assignment]
+                result.reasons = [*sorted(set(run.rejections)), v.reason]
+            except WorkerTimeout as e:
+                result.status, result.reasons = "timeout", [str(e)]
+            except WorkerGone as e:
+                result.status, result.reasons = "runtime_error", [str(e)]
+            except ProtocolError as e:  # only deliberate writes reach the result channel
+                result.status, result.reasons = "rejected", [f"result channel: {e}"]
+            finally:
+                run.worker.kill()  # no candidate process outlives the build lock
+                failed_build = result.status in ("compile_error", "timeout")
+                if failed_build and "load" not in result.phase_seconds:
+                    shutil.rmtree(build_dir, ignore_errors=True)  # never leave a half-built one
     finally:
         for w in (run.worker, run.judge):
             if w is not None:
@@ -183,8 +205,6 @@ def evaluate(
         for w in (run.worker, run.judge):
             if w is not None:
                 w.discard_log()
-        if result.status in ("compile_error", "timeout") and "load" not in result.phase_seconds:
-            shutil.rmtree(build_dir, ignore_errors=True)  # never leave a half-built directory
         if not config.keep_exchange:
             shutil.rmtree(workdir, ignore_errors=True)
     result.flags = sorted(set(result.flags))
@@ -239,9 +259,11 @@ def _evaluate(run: _Run) -> None:
         with harness.device_lock(cfg.lock_path()):
             held = time.perf_counter()
             res.phase_seconds["device_wait"] += round(held - asked, 4)
+            run.pin_measuring(True)
             try:
                 yield
             finally:
+                run.pin_measuring(False)
                 spent = round(time.perf_counter() - held, 4)
                 res.phase_seconds["device"] += spent
                 key = f"device.{step}"
@@ -264,6 +286,8 @@ def _evaluate(run: _Run) -> None:
         )
     run.meta = meta
     res.env.update(meta.get("env", {}))
+    if meta.get("tolerance_fallback"):
+        run.flag(f"tolerance_fallback:{meta['tolerance_fallback']}; KernelBench tolerance", False)
     run.phase("reference", t0)
     output_bytes = [
         int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,18 +43,68 @@ WATCHED_ENV = (
 
 
 @contextlib.contextmanager
-def device_lock(path: str | None):
-    """Hold the device's lock file: one evaluation at a time does device work (measurements
-    would otherwise perturb each other). The kernel releases it if the process dies."""
-    if path is None:
-        yield
-        return
+def exclusive(path: str | Path):
+    """Hold a lock file; the kernel releases it if the process dies, so none is ever stale."""
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def device_lock(path: str | None):
+    """Hold the device's lock file: one evaluation at a time does device work (measurements
+    would otherwise perturb each other)."""
+    if path is None:
+        yield
+        return
+    with exclusive(path):
+        yield
+
+
+@contextlib.contextmanager
+def build_lock(build_dir: Path):
+    """One live candidate process per build directory. torch's extension builder marks a build
+    in progress with a `lock` file that only the builder removes: a build killed midway (an
+    interrupted run) leaves it, and every later load of that candidate would wait on it until
+    the compile timeout. Holding this lock proves that no build is in progress, so such markers
+    are removed."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive(build_dir / ".cudal1-build.lock"):
+        for stale in build_dir.glob("torch_extensions/*/lock"):
+            stale.unlink(missing_ok=True)
+        yield
+
+
+@dataclass(frozen=True)
+class CpuPartition:
+    """`measuring`: cores for the evaluation holding the device lock; `shared`: all others."""
+
+    measuring: frozenset[int]
+    shared: frozenset[int]
+
+
+def cpu_partition(measure_cpus: int) -> CpuPartition | None:
+    """Split this process's cores, or None when there are too few to keep some back. Every
+    process computes the same split, so evaluations of different runs agree on it."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if measure_cpus <= 0 or len(allowed) < 2 * measure_cpus:
+        return None
+    return CpuPartition(frozenset(allowed[-measure_cpus:]), frozenset(allowed[:-measure_cpus]))
+
+
+def pin(pid: int, cpus: frozenset[int], *, all_threads: bool = False) -> None:
+    """Move a process's main thread (or all its threads) onto `cpus`; threads started later
+    inherit the mask of the thread that starts them. A process that is gone is skipped."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")] if all_threads else [pid]
+    except OSError:
+        return
+    for tid in tids:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(tid, cpus)
 
 
 def set_numerics(device: str, tolerance_mode: str) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from cudal1.evaluate import harness
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.evaluator import evaluate
 from cudal1.evaluate.protocol import Worker, spawn
@@ -41,9 +42,17 @@ ROLES = ("judge", "candidate_worker")
 class WorkerPool:
     """Pre-started single-use workers for one device."""
 
-    def __init__(self, device: str, size: int = 2, compile_jobs: int | None = None) -> None:
+    def __init__(
+        self,
+        device: str,
+        size: int = 2,
+        compile_jobs: int | None = None,
+        cpus: frozenset[int] | None = None,
+    ) -> None:
         self.device = device
         self.size = size
+        self.cpus = cpus
+        """Where the workers run until an evaluation holding the device lock moves them."""
         self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {"CUDAL1_WARM": "cuda"}
         self.idle: dict[str, deque[Worker]] = {r: deque() for r in ROLES}
@@ -54,7 +63,7 @@ class WorkerPool:
         self.closed = False
         for role in ROLES:
             for _ in range(size):
-                self.idle[role].append(spawn(role, self.dir, self.env))
+                self.idle[role].append(spawn(role, self.dir, self.env, self.cpus))
         atexit.register(self.close)
 
     def take(self, role: str, workdir: Path) -> Worker:
@@ -70,8 +79,8 @@ class WorkerPool:
                     worker = candidate
                     break
                 candidate.kill()
-            queue.append(spawn(role, self.dir, self.env))
-            worker = worker or spawn(role, self.dir, self.env)
+            queue.append(spawn(role, self.dir, self.env, self.cpus))
+            worker = worker or spawn(role, self.dir, self.env, self.cpus)
             self.taken.add(worker)
         return worker
 
@@ -107,7 +116,10 @@ class LocalEvaluator:
     ) -> None:
         self.config = config
         size = warm if warm is not None else min(jobs, 4)
-        self.pool = WorkerPool(config.device, size=size, compile_jobs=compile_jobs)
+        cpus = harness.cpu_partition(config.measure_cpus)
+        self.pool = WorkerPool(
+            config.device, size=size, compile_jobs=compile_jobs, cpus=cpus and cpus.shared
+        )
         self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
         # key -> the evaluation's future: a second request for a candidate already being
         # evaluated waits for that evaluation instead of spending device time on a copy

@@ -52,6 +52,7 @@ class Worker:
     log_path: Path
     _buffer: bytes = b""
     _pending: tuple[str, str] | None = None
+    _closed: bool = False
 
     def send(self, message: dict[str, Any]) -> None:
         """Send a command with a fresh nonce; its answer must echo both (one answer per command:
@@ -158,6 +159,9 @@ class Worker:
         self.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+        if self._closed:  # closing a descriptor number twice could close another thread's file
+            return
+        self._closed = True
         for f in (self.proc.stdin,):
             if f:
                 with contextlib.suppress(OSError):
@@ -166,9 +170,15 @@ class Worker:
             os.close(self.result_fd)
 
 
-def spawn(role: str, log_dir: Path, env: dict[str, str] | None = None) -> Worker:
-    """Start `python -m cudal1.evaluate.<role>` in its own process group. It imports torch and
-    waits for its first command, which names the directory it works in."""
+def spawn(
+    role: str,
+    log_dir: Path,
+    env: dict[str, str] | None = None,
+    cpus: frozenset[int] | None = None,
+) -> Worker:
+    """Start `python -m cudal1.evaluate.<role>` in its own process group, on `cpus` if given
+    (set before Python starts any thread, so every thread and child inherits it). It imports
+    torch and waits for its first command, which names the directory it works in."""
     read_fd, write_fd = os.pipe()
     os.set_inheritable(write_fd, True)
     log_path = log_dir / f"{role}-{uuid.uuid4().hex[:12]}.log"
@@ -191,6 +201,9 @@ def spawn(role: str, log_dir: Path, env: dict[str, str] | None = None) -> Worker
     finally:
         os.close(write_fd)
         log.close()
+    if cpus is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(proc.pid, cpus)
     return Worker(role, proc, read_fd, log_path)
 
 

@@ -32,8 +32,14 @@ def prepare(model: nn.Module, device: torch.device | str, mode: ModuleMode) -> n
 
 
 def double_twin(model: nn.Module) -> nn.Module:
-    """An fp64 copy of the model: parameters and floating buffers to float64."""
-    return copy.deepcopy(model).double()
+    """An fp64 copy of the model: parameters, floating buffers and floating tensors kept as
+    plain attributes (KernelBench's RNN tasks hold their initial states that way) to float64."""
+    twin = copy.deepcopy(model).double()
+    for module in twin.modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                setattr(module, name, value.double())
+    return twin
 
 
 @torch.no_grad()
