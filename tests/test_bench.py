@@ -166,3 +166,54 @@ def test_counting_rules():
     audit = refused(rows)
     assert [r["task_id"] for r in audit] == ["c", "d"]
     assert audit[1]["claimed_speedup"] is True
+
+
+DEGENERATE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(32, 16)
+
+    def forward(self, x):
+        return torch.softmax(self.linear(x).sum(dim=1, keepdim=True), dim=1)  # all ones
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.slow
+def test_a_speedup_on_a_degenerate_task_is_flagged(cli, tmp_path):
+    """Softmax over a size-1 dimension is 1 whatever the input (HACKS.md #36): the constant
+    answer is correct and fast, and the audit says the task cannot tell."""
+    suite = tmp_path / "kb" / "level2"
+    suite.mkdir(parents=True)
+    (suite / "3_Softmax_of_a_sum.py").write_text(DEGENERATE_TASK)
+    sols = tmp_path / "sols"
+    sols.mkdir()
+    (sols / "L2_3.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.ones(x.shape[0], 1)\n"
+    )
+    out = tmp_path / "run"
+    code, _, err = cli(
+        "bench", str(suite.parent), "--solutions", str(sols), "--device", "cpu", "--out", str(out)
+    )
+    assert code == 0, err
+    (row,) = load_rows(out / "results.jsonl")
+    assert row["result"]["status"] == "ok"
+    assert "zeros" not in row["hygiene"]["passed_nulls"]["calibrated"]
+    assert "constant" in row["hygiene"]["passed_nulls"]["calibrated"]
+    (flagged,) = refused([row])
+    assert flagged["status"] == "ok" and "degenerate task" in flagged["reasons"][-1]
+    assert stats([row], "eager", "strict")["correct"] == 0
+    assert stats([row], "eager", "paper")["correct"] == 1

@@ -129,7 +129,7 @@ def device_key(config: EvalConfig) -> dict[str, Any]:
 def measure_task(
     task: Task, kinds: list[str], config: EvalConfig, cache: Path | None = None
 ) -> dict[str, Any]:
-    """Baselines, roofline and device ceilings for one task; cached on disk."""
+    """Baselines, roofline, task hygiene and device ceilings for one task; cached on disk."""
     for k in kinds:
         if k not in BASELINES:
             raise Cudal1Error(f"unknown baseline {k!r}: choose from {', '.join(BASELINES)}")
@@ -139,7 +139,8 @@ def measure_task(
     ceil_path = (
         cache / f"ceilings-{_key(dev['device'], dev['gpu'], dev['torch'], dev['cuda'])}.json"
     )
-    task_path = cache / f"task-{_key(task.hash, dev, sorted(kinds))}.json"
+    # "hygiene": records cached before task hygiene was measured lack it, so are not reused
+    task_path = cache / f"task-{_key(task.hash, dev, sorted(kinds), 'hygiene')}.json"
     if task_path.is_file() and ceil_path.is_file():
         return json.loads(task_path.read_text()) | {"ceilings": json.loads(ceil_path.read_text())}
 
@@ -172,6 +173,10 @@ def measure_task(
                 config.compile_timeout_s,
             )
             roof = judge.request({"cmd": "roofline", "seed": seed}, config.run_timeout_s)
+            hygiene = judge.request(
+                {"cmd": "hygiene", "task": fields, "sizes": config.size_profile},
+                config.run_timeout_s,
+            )
             if not ceil_path.is_file():
                 ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
                 ceil.pop("reply", None)
@@ -190,6 +195,7 @@ def measure_task(
     record = {
         "baselines": baselines,
         "roofline": {"flops": roof.get("flops"), "bytes": roof.get("bytes")},
+        "hygiene": hygiene.get("hygiene") or {"error": hygiene.get("error", "no answer")},
         "env": prepared.get("env", {}),
     }
     task_path.write_text(json.dumps(record))

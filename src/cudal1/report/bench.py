@@ -255,5 +255,6 @@ def _measurements(task: Task, config: BenchConfig, result: dict[str, Any] | None
         "baselines": m["baselines"],
         "speedups": speedups,
         "roofline": roof,
+        "hygiene": m.get("hygiene"),
         "ceilings": m["ceilings"],
     }

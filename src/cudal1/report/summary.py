@@ -33,11 +33,12 @@ def load_rows(path) -> list[dict[str, Any]]:
 
 def speedup_of(row: dict[str, Any], baseline: str, strict: bool = False) -> float | None:
     """The measured speedup against `baseline`, or None when the row failed or was refused
-    (under the strict rule, also when it beat the roofline, which no honest kernel can)."""
+    (under the strict rule, also when it beat the roofline, which no honest kernel can, or when
+    the task is degenerate: a null answer passes it, so its speedups show nothing)."""
     result = row.get("result")
     if not result or result.get("status") != "ok":
         return None
-    if strict and (row.get("roofline") or {}).get("beyond"):
+    if strict and ((row.get("roofline") or {}).get("beyond") or degenerate(row)):
         return None
     return (row.get("speedups") or {}).get(baseline) or (
         result.get("speedup") if baseline == "eager" else None
@@ -102,6 +103,14 @@ def summary(rows: list[dict[str, Any]], baselines: list[str]) -> dict[str, Any]:
     }
 
 
+def degenerate(row: dict[str, Any]) -> list[str]:
+    """The null answers (zeros, constant, ...) that pass the row's task under the run's
+    tolerance: non-empty means the task cannot tell a real kernel from a constant."""
+    hygiene = row.get("hygiene") or {}
+    mode = (row.get("result") or {}).get("tolerance_mode") or "calibrated"
+    return list((hygiene.get("passed_nulls") or {}).get(mode) or [])
+
+
 def refused(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows whose solution cudal1 did not accept as an honest speedup, with why; entries that
     the source itself claimed as speedups (CUDA-L1's score > 1) are marked."""
@@ -111,13 +120,16 @@ def refused(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         status = result.get("status")
         claimed = (r.get("claimed") or {}).get("eager")
         beyond = (r.get("roofline") or {}).get("beyond")
-        if status == "ok" and not beyond:
+        nulls = degenerate(r)
+        if status == "ok" and not beyond and not nulls:
             continue
         if status is None and r.get("error") == "no submission":
             continue
         reasons = result.get("reasons") or ([r["error"]] if r.get("error") else [])
         if beyond:
             reasons = [*reasons, "faster than the roofline allows"]
+        if nulls:
+            reasons = [*reasons, f"degenerate task: null answers pass ({', '.join(nulls)})"]
         out.append(
             {
                 "task_id": r.get("task_id") or r.get("key"),
@@ -135,8 +147,9 @@ def refusal_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Refused rows by their first reason's kind (the flag name, or the status)."""
     counts: dict[str, int] = {}
     for r in refused(rows):
-        if r["status"] == "ok":  # correct, but faster than the roofline allows
-            key = "flagged: beyond roofline"
+        if r["status"] == "ok":  # correct, but beyond the roofline or on a degenerate task
+            nulls = any(x.startswith("degenerate task") for x in r["reasons"])
+            key = "flagged: degenerate task" if nulls else "flagged: beyond roofline"
         else:
             first = r["reasons"][0] if r["reasons"] else ""
             head = first.split(":", 1)[0]
