@@ -217,3 +217,27 @@ def test_a_speedup_on_a_degenerate_task_is_flagged(cli, tmp_path):
     assert flagged["status"] == "ok" and "degenerate task" in flagged["reasons"][-1]
     assert stats([row], "eager", "strict")["correct"] == 0
     assert stats([row], "eager", "paper")["correct"] == 1
+
+
+@pytest.mark.slow
+def test_an_entry_out_of_device_memory_is_retried_alone_after_the_others(
+    cli, kernelbench_dir, tmp_path
+):
+    sols = tmp_path / "sols"
+    sols.mkdir()
+    (sols / "L1_1.py").write_text(
+        "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        raise RuntimeError('CUDA out of memory. Tried to allocate 40.00 GiB')\n"
+    )
+    (sols / "L1_2.py").write_text(HONEST_RELU.replace("0.5", "0.25"))
+    out = tmp_path / "run"
+    code, _, err = cli(
+        "bench", str(kernelbench_dir), "--solutions", str(sols), "--device", "cpu",
+        "--out", str(out), "--tasks", "L1_1,L1_2", "--jobs", "2",
+    )  # fmt: skip
+    assert code == 0, err
+    rows = load_rows(out / "results.jsonl")
+    assert [r["key"] for r in rows] == ["L1_2", "L1_1"]  # the retry comes after the rest
+    assert rows[0]["result"]["status"] == "ok" and "retried_alone" not in rows[0]
+    assert rows[1]["result"]["status"] == "runtime_error" and rows[1]["retried_alone"]
+    assert "out of memory" in rows[1]["result"]["reasons"][0]

@@ -176,18 +176,32 @@ def run_bench(
             row["error"] = f"harness error: {type(e).__name__}: {e}"
         return None if stopping.is_set() else row
 
+    def write(f: Any, row: dict[str, Any]) -> None:
+        f.write(json.dumps(row) + "\n")  # only this thread writes
+        f.flush()
+        if on_row:
+            on_row(row)
+
     pool = ThreadPoolExecutor(config.jobs)
     try:
         with results.open("a") as f:
-            futures = [pool.submit(one, s) for s in todo]
+            futures = {pool.submit(one, s): s for s in todo}
+            crowded = []
             for fut in as_completed(futures):
                 row = fut.result()
                 if row is None:
                     continue
-                f.write(json.dumps(row) + "\n")  # only this thread writes
-                f.flush()
-                if on_row:
-                    on_row(row)
+                if _crowded_out(row):
+                    crowded.append(futures[fut])
+                    continue
+                write(f, row)
+            # Out of device memory beside the other evaluations: once more, one at a time,
+            # after them; what fails again alone is that entry's own verdict.
+            for sol in crowded:
+                row = one(sol)
+                if row is None:
+                    break
+                write(f, row | {"retried_alone": True})
     finally:
         # Ctrl-C lands here too: rows not yet written are dropped, the evaluator's processes end
         # at once, and `--resume` evaluates the dropped entries again.
@@ -198,6 +212,15 @@ def run_bench(
             pool.shutdown(wait=True)
         # else the caller owns the evaluator: closing it ends the evaluations still in flight
     return results
+
+
+def _crowded_out(row: dict[str, Any]) -> bool:
+    """The entry ran out of device memory (the reference in the judge, or the candidate)."""
+    result = row.get("result") or {}
+    if result and result.get("status") not in ("runtime_error", None):
+        return False
+    text = " ".join([row.get("error") or "", *(result.get("reasons") or [])])
+    return "out of memory" in text.lower()
 
 
 def _key(sol: Solution) -> str:
