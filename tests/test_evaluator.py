@@ -233,10 +233,38 @@ def _honest_copy(task_source):
     return task_source.replace("class Model(", "class ModelNew(")
 
 
+CLOSURE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mlp = nn.ModuleDict(dict(fc=nn.Linear(16, 32), proj=nn.Linear(32, 16)))
+        m = self.mlp
+        self.mlpf = lambda x: m.proj(torch.relu(m.fc(x)))  # as minGPT's block does
+
+    def forward(self, x):
+        return x + self.mlpf(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
 @pytest.mark.slow
-def test_fp64_twin_converts_state_kept_as_plain_attributes(tmp_path):
-    task = _task_file(tmp_path, RNN_STATE_TASK)
-    r = evaluate(task, _honest_copy(RNN_STATE_TASK), EvalConfig(**FAST))
+@pytest.mark.parametrize("source", [RNN_STATE_TASK, CLOSURE_TASK], ids=["rnn_state", "closure"])
+def test_fp64_twin_of_state_kept_outside_parameters(tmp_path, source):
+    """A plain tensor attribute and a closure over a submodule: both must be fp64 in the twin
+    (KernelBench's RNN tasks and minGPT block), or calibration would fail."""
+    task = _task_file(tmp_path, source)
+    r = evaluate(task, _honest_copy(source), EvalConfig(**FAST))
     assert r.status == "ok", r.reasons
     assert not any(f.startswith("tolerance_fallback") for f in r.flags)
     assert r.correctness.tolerance[0]["mode"] == "calibrated"

@@ -21,7 +21,7 @@ import torch
 
 from cudal1.evaluate.compare import ToleranceMode, calibrate, compare
 from cudal1.evaluate.reference import (
-    double_twin,
+    double_model,
     generate_inputs,
     prepare,
     run,
@@ -47,7 +47,7 @@ def check_task(task: Task, device: str = "cpu", sizes: SizeProfile | None = None
     sizes = sizes or ("cpu" if device == "cpu" else "full")
     tm = task.load(sizes)
     model = prepare(tm.make_model(INIT_SEED), device, "eval")
-    model64 = double_twin(model)
+    model64 = double_model(tm, INIT_SEED, device, "eval")
     inputs = generate_inputs(tm, DRAW_SEEDS[0], device)
     other = generate_inputs(tm, DRAW_SEEDS[1], device)
     y32, y64 = run(model, inputs), run(model64, to_double(inputs))

@@ -24,7 +24,7 @@ from cudal1.evaluate.compare import (
 )
 from cudal1.evaluate.hygiene import check_task
 from cudal1.evaluate.protocol import result_channel, serve
-from cudal1.evaluate.reference import double_twin, generate_inputs, prepare, run, to_double
+from cudal1.evaluate.reference import double_model, generate_inputs, prepare, run, to_double
 from cudal1.evaluate.timing import l2_flusher, time_call
 from cudal1.tasks import Task
 
@@ -43,7 +43,11 @@ class Judge:
         model = self.task_module.make_model(msg["init_seed"])
         self.model = prepare(model, self.device, msg["module_mode"])
         # KernelBench's rule compares with the fp32 reference only: no fp64 twin to run
-        self.model64 = double_twin(self.model) if self.mode == "calibrated" else None
+        self.model64 = (
+            double_model(self.task_module, msg["init_seed"], self.device, msg["module_mode"])
+            if self.mode == "calibrated"
+            else None
+        )
         self.fallback = ""
         tols = None
         structure = ""

@@ -5,7 +5,6 @@ Used by the judge process and by task hygiene checks; never by candidate code.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal
 
 import torch
@@ -31,10 +30,14 @@ def prepare(model: nn.Module, device: torch.device | str, mode: ModuleMode) -> n
     return model.train() if mode == "train" else model.eval()
 
 
-def double_twin(model: nn.Module) -> nn.Module:
-    """An fp64 copy of the model: parameters, floating buffers and floating tensors kept as
-    plain attributes (KernelBench's RNN tasks hold their initial states that way) to float64."""
-    twin = copy.deepcopy(model).double()
+def double_model(
+    task_module: TaskModule, init_seed: int, device: torch.device | str, mode: ModuleMode
+) -> nn.Module:
+    """The fp64 twin of `task_module.make_model(init_seed)`: built afresh from the same seed (a
+    deep copy would keep closures such as minGPT's `lambda x: m.c_proj(...)` pointing at the fp32
+    modules), then parameters, floating buffers and floating tensors kept as plain attributes
+    (KernelBench's RNN tasks hold their initial states that way) to float64."""
+    twin = prepare(task_module.make_model(init_seed), device, mode).double()
     for module in twin.modules():
         for name, value in list(vars(module).items()):
             if isinstance(value, torch.Tensor) and value.is_floating_point():
