@@ -278,3 +278,19 @@ def test_a_reference_that_cannot_run_in_fp64_is_judged_with_kernelbench_toleranc
     assert any(f.startswith("tolerance_fallback:fp64 reference failed") for f in honest.flags)
     wrong = _honest_copy(FP32_ONLY_TASK).replace("return x @ w", "return x @ w + 0.5")
     assert evaluate(task, wrong, EvalConfig(**FAST)).status == "incorrect"
+
+
+def test_cpu_partition_keeps_whole_physical_cores(monkeypatch):
+    """16 logical CPUs, hyperthread pairs (i, i + 8): the kept cores take both siblings."""
+    from cudal1.evaluate import harness
+
+    monkeypatch.setattr(harness.os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(harness, "_siblings", lambda cpu: frozenset({cpu % 8, cpu % 8 + 8}))
+    part = harness.cpu_partition(2)
+    assert part.measuring == {7, 15} and part.shared == set(range(16)) - {7, 15}
+    part = harness.cpu_partition(3)
+    assert part.measuring == {6, 7, 14, 15}
+    assert harness.cpu_partition(0) is None
+    monkeypatch.setattr(harness.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr(harness, "_siblings", lambda cpu: frozenset({cpu}))
+    assert harness.cpu_partition(2) is None  # fewer than twice as many: all stay shared

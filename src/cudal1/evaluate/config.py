@@ -60,7 +60,8 @@ class EvalConfig:
     """Policy `kernel`: the candidate's own kernels' share of GPU time."""
 
     measure_cpus: int = 2
-    """CPU cores kept for the two processes of the evaluation that holds the device lock; every
+    """Logical CPUs (whole physical cores, so at least this many) kept for the two processes of
+    the evaluation that holds the device lock; every
     other worker (and the compilers it starts) runs on the rest. Timings of short kernels are
     host-bound: beside busy compilers their event times grow by up to 6x (audit, session 3).
     0 turns it off; hosts with fewer than twice as many cores keep all cores shared."""

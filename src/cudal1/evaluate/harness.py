@@ -87,12 +87,38 @@ class CpuPartition:
 
 
 def cpu_partition(measure_cpus: int) -> CpuPartition | None:
-    """Split this process's cores, or None when there are too few to keep some back. Every
+    """Split this process's cores, or None when there are too few to keep some back. Whole
+    physical cores are kept (a hyperthread sibling left shared would still be busy). Every
     process computes the same split, so evaluations of different runs agree on it."""
     allowed = sorted(os.sched_getaffinity(0))
     if measure_cpus <= 0 or len(allowed) < 2 * measure_cpus:
         return None
-    return CpuPartition(frozenset(allowed[-measure_cpus:]), frozenset(allowed[:-measure_cpus]))
+    cores: dict[frozenset[int], None] = {}  # physical cores, in order of their first CPU
+    for cpu in allowed:
+        cores.setdefault(_siblings(cpu) & frozenset(allowed), None)
+    measuring: set[int] = set()
+    for core in reversed(list(cores)):
+        if len(measuring) >= measure_cpus:
+            break
+        measuring |= core
+    shared = frozenset(allowed) - measuring
+    if len(shared) < len(measuring):
+        return None
+    return CpuPartition(frozenset(measuring), shared)
+
+
+def _siblings(cpu: int) -> frozenset[int]:
+    """The logical CPUs of `cpu`'s physical core (itself alone when the kernel does not say)."""
+    path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return frozenset({cpu})
+    out: set[int] = {cpu}
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(out)
 
 
 def pin(pid: int, cpus: frozenset[int], *, all_threads: bool = False) -> None:
