@@ -76,8 +76,21 @@ for p in "$@"; do
       python3 - "$dir" <<'EOF'
 import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
-st = collections.Counter((r.get("result") or {}).get("status", "no submission") for r in rows)
+st = collections.Counter(
+    (r.get("result") or {}).get("status")
+    or ("no submission" if r.get("error") == "no submission" else "error")
+    for r in rows
+)
 print(len(rows), "entries:", dict(st))
+why = collections.Counter(
+    (r["result"]["reasons"] or ["-"])[0].split(":")[0][:40]
+    for r in rows if (r.get("result") or {}).get("status") == "rejected"
+)
+errors = collections.Counter(
+    r["error"][:60] for r in rows if r.get("error") and r["error"] != "no submission"
+)
+print("rejected by first reason:", dict(why.most_common(6)))
+print("errors:", dict(errors.most_common(4)))
 EOF
       tail -n 2 "$WORK/$p/log.txt" ;;
     *) tail -n 40 "$WORK/$p/log.txt" ;;
