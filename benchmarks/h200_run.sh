@@ -15,7 +15,9 @@
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
 #   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time)
 # Every part is interrupted (SIGINT, as Ctrl-C) at --limit seconds (default 480); the audits
-# continue with --resume on the next call.
+# continue with --resume on the next call: on a machine still warm from the last call they find
+# their directories under $WORK; on a fresh one they start from the carried copies named in
+# $AUDIT_FROM and $AUDIT_KB_FROM (e.g. .device_data/audit, unpacked from the last call's pack).
 set -u
 LIMIT=480
 if [ "${1:-}" = "--limit" ]; then LIMIT=$2; shift 2; fi
@@ -27,6 +29,12 @@ WORK=${WORK:-/tmp/h200-work}
 AUDIT_DIR=${AUDIT_DIR:-$WORK/audit}
 AUDIT_KB_DIR=${AUDIT_KB_DIR:-$WORK/audit-kb}
 mkdir -p "$OUT" "$WORK"
+for pair in "$AUDIT_DIR:${AUDIT_FROM:-}" "$AUDIT_KB_DIR:${AUDIT_KB_FROM:-}"; do
+  dir=${pair%%:*} from=${pair#*:}
+  if [ -n "$from" ] && [ ! -f "$dir/results.jsonl" ] && [ -f "$from/results.jsonl" ]; then
+    mkdir -p "$dir" && cp "$from"/results.jsonl "$from"/run.json "$dir"/
+  fi
+done
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader >"$WORK/gpu.txt"
 
 part() {
