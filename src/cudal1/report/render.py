@@ -38,7 +38,9 @@ PLOTS_NEED = "Plots need matplotlib: `pip install cudal1[report]`."
 RULE_NOTE = (
     "Two counting rules. Paper rule (CUDA-L1's convention): a missing, failing or refused "
     "task counts as 1.0x. Strict rule: it counts as a failure (0x in the mean and quantiles, "
-    "never fast); the geomean is then over correct tasks only. fast_p is the fraction of all "
+    "never fast), and so does a correct solution faster than the roofline allows or on a "
+    "degenerate task (one a null answer passes); the geomean is then over the tasks it counts "
+    "as correct only. fast_p is the fraction of all "
     "tasks that are correct and more than p times faster than the baseline."
 )
 
