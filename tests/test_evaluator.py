@@ -294,3 +294,20 @@ def test_cpu_partition_keeps_whole_physical_cores(monkeypatch):
     monkeypatch.setattr(harness.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     monkeypatch.setattr(harness, "_siblings", lambda cpu: frozenset({cpu}))
     assert harness.cpu_partition(2) is None  # fewer than twice as many: all stay shared
+
+
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_a_spawned_worker_and_all_its_threads_start_on_the_given_cores(tmp_path):
+    import os
+
+    from cudal1.evaluate.protocol import spawn
+
+    cores = sorted(os.sched_getaffinity(0))
+    worker = spawn("judge", tmp_path, cpus=frozenset(cores[:1]))
+    try:
+        worker.request({"cmd": "hello", "device": "cpu"}, 120)  # torch imported
+        tids = [int(t) for t in os.listdir(f"/proc/{worker.proc.pid}/task")]
+        assert all(os.sched_getaffinity(t) == set(cores[:1]) for t in tids)
+    finally:
+        worker.kill()
+    assert os.sched_getaffinity(0) == set(cores)  # the spawning thread got its own mask back

@@ -177,8 +177,8 @@ def spawn(
     cpus: frozenset[int] | None = None,
 ) -> Worker:
     """Start `python -m cudal1.evaluate.<role>` in its own process group, on `cpus` if given
-    (set before Python starts any thread, so every thread and child inherits it). It imports
-    torch and waits for its first command, which names the directory it works in."""
+    (the child inherits the mask at fork, so every thread and process it starts has it too). It
+    imports torch and waits for its first command, which names the directory it works in."""
     read_fd, write_fd = os.pipe()
     os.set_inheritable(write_fd, True)
     log_path = log_dir / f"{role}-{uuid.uuid4().hex[:12]}.log"
@@ -187,7 +187,10 @@ def spawn(
     proc_env.update(env or {})
     proc_env["PYTHONUNBUFFERED"] = "1"
     proc_env[RESULT_FD_ENV] = str(write_fd)
+    own_cpus = os.sched_getaffinity(0)  # this thread's mask: a fork inherits it
     try:
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
         proc = subprocess.Popen(
             [sys.executable, "-m", f"cudal1.evaluate.{role}"],
             stdin=subprocess.PIPE,
@@ -199,11 +202,10 @@ def spawn(
             start_new_session=True,
         )
     finally:
+        if cpus is not None:
+            os.sched_setaffinity(0, own_cpus)
         os.close(write_fd)
         log.close()
-    if cpus is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(proc.pid, cpus)
     return Worker(role, proc, read_fd, log_path)
 
 

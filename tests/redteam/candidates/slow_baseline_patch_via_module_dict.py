@@ -2,9 +2,11 @@
 
 The reference nn.GELU looks up torch.nn.functional.gelu at every call; the candidate swaps it,
 through the module's __dict__ (a subscript store, not an attribute store), for a version that
-sleeps 3 ms first (10x the
-reference's time). Its own forward calls the private op directly. The output is right;
-only the reference timed beside the candidate gets slower.
+sleeps 20 ms first: far above the reference's own time even on a loaded 2-core machine (the
+3 ms version of this case failed once in a full local test run and passed alone; the CPU check
+rejects only past 3x the clean reference's upper bound). Its own forward calls the private op
+directly. The output is right; only the reference
+timed beside the candidate gets slower.
 """
 
 import time
@@ -17,7 +19,7 @@ _gelu = torch._C._nn.gelu
 
 
 def _slow_gelu(x, approximate="none"):
-    time.sleep(0.003)
+    time.sleep(0.02)
     return _gelu(x, approximate=approximate)
 
 
