@@ -5,8 +5,7 @@ through the module's __dict__ (a subscript store, not an attribute store), for a
 sleeps 20 ms first: far above the reference's own time even on a loaded 2-core machine (the
 3 ms version of this case failed once in a full local test run and passed alone; the CPU check
 rejects only past 3x the clean reference's upper bound). Its own forward calls the private op
-directly. The output is right; only the reference
-timed beside the candidate gets slower.
+directly. The output is right; only the reference timed beside the candidate gets slower.
 """
 
 import time
