@@ -45,14 +45,14 @@ def answer(code: str) -> str:
 def contrastive_rows(out: Path, device: str, draws: int) -> list[dict]:
     """Each stage-1 answer under `draws` contrastive prompts, built from the run's database the
     way `cudal1 train grpo` builds them (same sampler and exemplar count)."""
-    from cudal1.exemplars import ExemplarDB, make_sampler
+    from cudal1.exemplars import ExemplarDB
     from cudal1.tasks import resolve_task
     from cudal1.train.config import GRPOStageConfig
     from cudal1.train.prompts import ContrastivePrompts
 
-    stage, task = GRPOStageConfig(), resolve_task(TASK)
-    sampler = make_sampler(stage.sampler, max(stage.exemplars, 1), stage.tau)
+    task = resolve_task(TASK)
     db = ExemplarDB(out / "exemplars.db")
+    sampler = GRPOStageConfig().exemplar_sampler()
     prompts = ContrastivePrompts([task], db, sampler, device=device, seed=1)
     answers = [json.loads(line)["messages"][-1] for line in (out / "augment.jsonl").open()]
     return [

@@ -109,12 +109,12 @@ class _Run:
 class FreshWorkers:
     """Start a judge and a candidate process for each evaluation (the default)."""
 
-    def __init__(self, device: str, cpus: frozenset[int] | None = None) -> None:
+    def __init__(self, device: str, cpus: harness.CpuPartition | None = None) -> None:
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {}
         self.cpus = cpus
 
     def take(self, role: str, workdir: Path) -> Worker:
-        return spawn(role, workdir, self.env, self.cpus)
+        return spawn(role, workdir, self.env, self.cpus and self.cpus.shared)
 
     @contextlib.contextmanager
     def compile_slot(self):
@@ -123,6 +123,10 @@ class FreshWorkers:
 
 class WorkerSource(Protocol):
     """Where the two processes of an evaluation come from (fresh, or a pre-started pool)."""
+
+    cpus: harness.CpuPartition | None
+    """Its workers start on `shared`; the evaluation moves them to `measuring` while it holds
+    the device lock."""
 
     def take(self, role: str, workdir: Path) -> Worker: ...
 
@@ -140,8 +144,7 @@ def evaluate(
     could be carried out (no GPU for `device="cuda"`, a reference that fails on its own).
     `workers` supplies the processes (default: fresh ones; `WorkerPool`: pre-started)."""
     config = config or EvalConfig()
-    cpus = harness.cpu_partition(config.measure_cpus)
-    workers = workers or FreshWorkers(config.device, cpus and cpus.shared)
+    workers = workers or FreshWorkers(config.device, harness.cpu_partition(config.measure_cpus))
     if config.device == "cuda" and not torch.cuda.is_available():
         raise Cudal1Error("device cuda requested but no CUDA device is visible: use --device cpu")
     t_total = time.perf_counter()
@@ -164,7 +167,9 @@ def evaluate(
         return result
 
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-eval-", dir=_scratch_root()))
-    run = _Run(config, task, result, static, workdir, compile_slot=workers.compile_slot, cpus=cpus)
+    run = _Run(
+        config, task, result, static, workdir, compile_slot=workers.compile_slot, cpus=workers.cpus
+    )
     build_dir = config.build_root / result.candidate_hash
     run.build_env = {
         "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),

@@ -47,12 +47,13 @@ class WorkerPool:
         device: str,
         size: int = 2,
         compile_jobs: int | None = None,
-        cpus: frozenset[int] | None = None,
+        cpus: harness.CpuPartition | None = None,
     ) -> None:
         self.device = device
         self.size = size
         self.cpus = cpus
-        """Where the workers run until an evaluation holding the device lock moves them."""
+        """Workers start on `cpus.shared`, until an evaluation holding the device lock moves
+        them."""
         self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {"CUDAL1_WARM": "cuda"}
         self.idle: dict[str, deque[Worker]] = {r: deque() for r in ROLES}
@@ -63,7 +64,7 @@ class WorkerPool:
         self.closed = False
         for role in ROLES:
             for _ in range(size):
-                self.idle[role].append(spawn(role, self.dir, self.env, self.cpus))
+                self.idle[role].append(self._spawn(role))
         atexit.register(self.close)
 
     def take(self, role: str, workdir: Path) -> Worker:
@@ -79,10 +80,13 @@ class WorkerPool:
                     worker = candidate
                     break
                 candidate.kill()
-            queue.append(spawn(role, self.dir, self.env, self.cpus))
-            worker = worker or spawn(role, self.dir, self.env, self.cpus)
+            queue.append(self._spawn(role))
+            worker = worker or self._spawn(role)
             self.taken.add(worker)
         return worker
+
+    def _spawn(self, role: str) -> Worker:
+        return spawn(role, self.dir, self.env, self.cpus and self.cpus.shared)
 
     @contextlib.contextmanager
     def compile_slot(self) -> Iterator[None]:
@@ -116,9 +120,11 @@ class LocalEvaluator:
     ) -> None:
         self.config = config
         size = warm if warm is not None else min(jobs, 4)
-        cpus = harness.cpu_partition(config.measure_cpus)
         self.pool = WorkerPool(
-            config.device, size=size, compile_jobs=compile_jobs, cpus=cpus and cpus.shared
+            config.device,
+            size=size,
+            compile_jobs=compile_jobs,
+            cpus=harness.cpu_partition(config.measure_cpus),
         )
         self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
         # key -> the evaluation's future: a second request for a candidate already being

@@ -217,7 +217,7 @@ def run_bench(
 def _crowded_out(row: dict[str, Any]) -> bool:
     """The entry ran out of device memory (the reference in the judge, or the candidate)."""
     result = row.get("result") or {}
-    if result and result.get("status") not in ("runtime_error", None):
+    if result.get("status") not in (None, "runtime_error"):
         return False
     text = " ".join([row.get("error") or "", *(result.get("reasons") or [])])
     return "out of memory" in text.lower()

@@ -126,15 +126,17 @@ def refused(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if status is None and r.get("error") == "no submission":
             continue
         reasons = result.get("reasons") or ([r["error"]] if r.get("error") else [])
+        flagged: dict[str, str] = {}  # why a correct solution is still no honest speedup
         if beyond:
-            reasons = [*reasons, "faster than the roofline allows"]
+            flagged["beyond roofline"] = "faster than the roofline allows"
         if nulls:
-            reasons = [*reasons, f"degenerate task: null answers pass ({', '.join(nulls)})"]
+            flagged["degenerate task"] = f"degenerate task: null answers pass ({', '.join(nulls)})"
         out.append(
             {
                 "task_id": r.get("task_id") or r.get("key"),
                 "status": status or "error",
-                "reasons": reasons,
+                "reasons": [*reasons, *flagged.values()],
+                "flagged": list(flagged),
                 "flags": result.get("flags", []),
                 "claimed": claimed,
                 "claimed_speedup": claimed is not None and claimed > 1.0,
@@ -148,8 +150,7 @@ def refusal_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for r in refused(rows):
         if r["status"] == "ok":  # correct, but beyond the roofline or on a degenerate task
-            nulls = any(x.startswith("degenerate task") for x in r["reasons"])
-            key = "flagged: degenerate task" if nulls else "flagged: beyond roofline"
+            key = f"flagged: {r['flagged'][0]}"
         else:
             first = r["reasons"][0] if r["reasons"] else ""
             head = first.split(":", 1)[0]

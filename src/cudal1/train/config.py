@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
+from cudal1.exemplars import Sampler, make_sampler
 from cudal1.optimize import ReviewThresholds
 from cudal1.train.reward import ShapingConfig
 
@@ -119,6 +120,11 @@ class GRPOStageConfig:
     lora: bool = False
     review_llm: str | None = None
     """An optional reviewing LLM for suspicious wins (same forms as `--llm`)."""
+
+    def exemplar_sampler(self) -> Sampler:
+        """The sampler that picks each prompt's exemplars (one, at least, for the plain
+        ablation's sampler, which then shows none)."""
+        return make_sampler(self.sampler, max(self.exemplars, 1), self.tau)
 
 
 STAGES: dict[str, type] = {

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from cudal1.evaluate import EvalConfig
-from cudal1.exemplars import make_sampler
 from cudal1.optimize import Reviewer, ReviewThresholds
 from cudal1.policy import make_policy
 from cudal1.train.common import evaluator_for, model_path, open_db, select_tasks
@@ -71,7 +70,7 @@ def run_grpo(
     prompts = ContrastivePrompts(
         tasks,
         db,
-        make_sampler(stage.sampler, max(stage.exemplars, 1), stage.tau),
+        stage.exemplar_sampler(),
         device=eval_config.device,
         exemplars=stage.exemplars > 0,
         low_precision=eval_config.tolerance == "kernelbench",

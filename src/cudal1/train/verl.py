@@ -31,7 +31,6 @@ from typing import Any
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
-from cudal1.exemplars import make_sampler
 from cudal1.optimize import ReviewThresholds
 from cudal1.policy import contrastive_prompt
 from cudal1.tasks import Task
@@ -57,9 +56,7 @@ class _Context:
         self.eval = EvalConfig(**raw["eval"])
         self.tasks = {t.id: t for t in select_tasks(self.run)}
         self.db = open_db(self.run)
-        self.sampler = make_sampler(
-            self.stage.sampler, max(self.stage.exemplars, 1), self.stage.tau
-        )
+        self.sampler = self.stage.exemplar_sampler()
         self.reward = CudaL1Reward(
             self.tasks,
             self.db,
