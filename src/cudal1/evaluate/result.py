@@ -38,7 +38,8 @@ class Timing:
     reference: TimingStats
     """The reference timed beside the candidate, paired with it in random order."""
     reference_clean: TimingStats | None
-    """The reference timed in the judge's process, which never loaded candidate code."""
+    """The reference timed in the judge's process, which never loaded candidate code, straight
+    after the pairs and in the same hold of the device lock."""
     speedup: float
     """Median over buckets of (mean reference time / mean candidate time) per bucket."""
     speedup_low: float
