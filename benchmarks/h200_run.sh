@@ -11,7 +11,7 @@
 #               EVAL_CORPORA=0) + repeatability ($EVAL_REPEAT runs of one case per level)
 #   optimize    `cudal1 optimize` with the replay policy on $OPT_TASKS (default L2_1)
 #   audit       `cudal1 bench` of CUDA-L1's H100 release, calibrated tolerance (resumes $AUDIT_DIR)
-#   audit-kb    the same with --tolerance kernelbench
+#   audit-kb    the same with --tolerance kernelbench ($AUDIT_KB_JOBS workers, default $AUDIT_JOBS)
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
 #   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time)
 # Every part is interrupted (SIGINT, as Ctrl-C) at --limit seconds (default 480); the audits
@@ -50,7 +50,7 @@ part() {
         --out "$AUDIT_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ;;
     audit-kb)
       timeout -s INT -k 20 "$LIMIT" python3 -m cudal1 bench "$CUDA_L1" --solutions "$CUDA_L1" --device cuda \
-        --tolerance kernelbench --out "$AUDIT_KB_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ;;
+        --tolerance kernelbench --out "$AUDIT_KB_DIR" --resume --jobs "${AUDIT_KB_JOBS:-${AUDIT_JOBS:-4}}" ;;
     grpo)
       # TRL and datasets are not on the machine: carry `.whl` with trl, datasets, dill,
       # multiprocess and fsspec, but not pyarrow (datasets fails to pickle with pyarrow 26;

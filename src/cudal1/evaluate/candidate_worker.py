@@ -148,7 +148,23 @@ class CandidateRunner:
         self.state_before = harness.model_state(
             self.model, include_buffers=msg["module_mode"] == "eval"
         )
-        return {"status": "ok", "compile_s": compile_s, "init_s": time.perf_counter() - t0}
+        init_s = time.perf_counter() - t0
+        # One call now, outside the device lock: what a candidate builds on its first call (an
+        # extension compiled in forward, torch.compile, autotuning) would otherwise hold the
+        # lock, and every other evaluation with it, for as long as the compiler runs.
+        t0 = time.perf_counter()
+        try:
+            with torch.no_grad():
+                self.model(*generate_inputs(self.task_module, msg["warm_seed"], self.device))
+            synchronize(self.device)
+        except BaseException as e:
+            return _failure(harness.classify_load_error(e), "the first call of forward raised", e)
+        return {
+            "status": "ok",
+            "compile_s": compile_s,
+            "init_s": init_s,
+            "first_call_s": time.perf_counter() - t0,
+        }
 
     def _activity(self) -> dict[str, Any]:
         """Threads and processes the candidate left running, and changed global settings."""

@@ -6,7 +6,9 @@ Read top to bottom, this is the whole evaluation of one candidate:
    so do flags no honest candidate needs (frame/gc introspection, patching torch, ctypes, ...).
 2. Two fresh processes start: the *judge* (trusted: loads only the task file, computes inputs
    from secret seeds, fp32 outputs and fp64 ground truth, the calibrated tolerance, and times the
-   reference alone) and the *candidate process* (untrusted: compiles and runs the candidate).
+   reference alone) and the *candidate process* (untrusted: compiles the candidate and calls it
+   once outside the device lock, so that what it builds on its first call is built before it
+   queues for the device).
 3. Correctness: the candidate process draws each trial's inputs from its seed, calls `ModelNew`
    and writes the output as it was at return; the judge compares. Trials: fresh inputs, the same
    buffers refilled with new values, and a repeat. Facts about each call (plain tensors, full
@@ -317,12 +319,14 @@ def _evaluate(run: _Run) -> None:
                 **common,
                 "candidate_path": str(run.workdir / "candidate.py"),
                 "output_bytes": output_bytes,
+                "warm_seed": draw(),
                 "env": run.build_env,
             }
         )
         loaded = run.worker.recv(cfg.compile_timeout_s)
     _check_answer(run, loaded, "load")
     res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)
+    res.phase_seconds["first_call"] = round(loaded.get("first_call_s", 0.0), 4)
     run.phase("load", t0)
 
     # 3. correctness ----------------------------------------------------------------------------
