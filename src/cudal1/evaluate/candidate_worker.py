@@ -32,6 +32,7 @@ from cudal1.evaluate.reference import generate_inputs, prepare
 from cudal1.evaluate.timing import host_ms_per_call, l2_flusher, synchronize, time_call
 
 HOST_BATCH_CALLS = 10
+HOST_BATCHES = 3
 
 # aten ops that move or allocate but compute nothing: allowed under policy `kernel`.
 LAYOUT_OPS = frozenset(
@@ -148,23 +149,20 @@ class CandidateRunner:
         self.state_before = harness.model_state(
             self.model, include_buffers=msg["module_mode"] == "eval"
         )
-        init_s = time.perf_counter() - t0
-        # One call now, outside the device lock: what a candidate builds on its first call (an
-        # extension compiled in forward, torch.compile, autotuning) would otherwise hold the
-        # lock, and every other evaluation with it, for as long as the compiler runs.
+        return {"status": "ok", "compile_s": compile_s, "init_s": time.perf_counter() - t0}
+
+    def first_call(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One call outside the device lock: what a candidate builds on its first call (an
+        extension compiled in forward, torch.compile, autotuning) would otherwise hold the
+        lock, and every other evaluation with it, for as long as the compiler runs."""
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
-                self.model(*generate_inputs(self.task_module, msg["warm_seed"], self.device))
+                self.model(*generate_inputs(self.task_module, msg["seed"], self.device))
             synchronize(self.device)
         except BaseException as e:
             return _failure(harness.classify_load_error(e), "the first call of forward raised", e)
-        return {
-            "status": "ok",
-            "compile_s": compile_s,
-            "init_s": init_s,
-            "first_call_s": time.perf_counter() - t0,
-        }
+        return {"status": "ok", "first_call_s": time.perf_counter() - t0}
 
     def _activity(self) -> dict[str, Any]:
         """Threads and processes the candidate left running, and changed global settings."""
@@ -229,7 +227,9 @@ class CandidateRunner:
         """Paired timing: reference and candidate alternate in random order, each call on fresh
         inputs copied into fixed buffers after an L2 flush. Whether a candidate call's output
         goes to the judge is drawn only after the call has returned (selection sampling: exactly
-        `check` of them), so no call can know in advance that it will be checked."""
+        `check` of them), so no call can know in advance that it will be checked. Without
+        reference seeds the candidate runs alone, back to back, as the judge times the clean
+        reference."""
         rng = random.Random(int.from_bytes(os.urandom(8), "little"))
         flush = l2_flusher(self.device)
         cand_seeds, ref_seeds = msg["candidate_seeds"], msg["reference_seeds"]
@@ -242,11 +242,15 @@ class CandidateRunner:
             with torch.no_grad():
                 for _ in range(msg["warmup"]):
                     time_call(self.device, self.model, cand_buf)
-                    time_call(self.device, self.reference, ref_buf)
+                    if ref_seeds:
+                        time_call(self.device, self.reference, ref_buf)
                 for i in range(pairs):
-                    cand_first = rng.random() < 0.5
-                    order.append("cr" if cand_first else "rc")
-                    for who in ("cand", "ref") if cand_first else ("ref", "cand"):
+                    if not ref_seeds:
+                        whos: tuple[str, ...] = ("cand",)
+                    else:
+                        whos = ("cand", "ref") if rng.random() < 0.5 else ("ref", "cand")
+                    order.append("".join(who[0] for who in whos))
+                    for who in whos:
                         model, buf, seed = (
                             (self.model, cand_buf, cand_seeds[i])
                             if who == "cand"
@@ -261,9 +265,13 @@ class CandidateRunner:
                         cand_ms.append(call.ms)
                         escaped += call.escaped
                         if rng.random() * (pairs - i) < to_check - len(saved):
-                            harness.write_outputs(call.snapshot, f"{msg['out_dir']}/timed_{i}")
+                            harness.write_outputs(
+                                call.snapshot, f"{msg['out_dir']}/{msg['stem']}{i}"
+                            )
                             saved.append(i)
-                host = host_ms_per_call(self.device, self.model, cand_buf, HOST_BATCH_CALLS)
+                host = host_ms_per_call(
+                    self.device, self.model, cand_buf, HOST_BATCH_CALLS, HOST_BATCHES
+                )
         except BaseException as e:
             return _failure("runtime_error", "forward raised while timing", e)
         return {
@@ -408,6 +416,7 @@ def main() -> None:
         {
             "hello": lambda msg: harness.warm_device(msg.get("device")),
             "load": runner.load,
+            "first_call": runner.first_call,
             "correctness": runner.correctness,
             "time": runner.time,
             "profile": runner.profile,

@@ -74,7 +74,10 @@ class EvalConfig:
     off; a host with fewer than twice as many CPUs keeps all of them shared."""
 
     compile_timeout_s: float = 900.0
+    """Importing the candidate and constructing ModelNew (where load_inline builds run)."""
     run_timeout_s: float = 300.0
+    """Each request to a worker, the candidate's first call included: an extension it builds
+    inside forward must finish in this time (CUDA-L1's L1_10 took 20 to 111 s on the H200)."""
     build_root: Path = field(default_factory=default_build_root)
     """Per-candidate build directories live here, one per candidate source hash."""
     lock_dir: Path | None = field(default_factory=lambda: default_build_root().parent / "locks")

@@ -18,7 +18,8 @@ Read top to bottom, this is the whole evaluation of one candidate:
    CUDA events; a few timed outputs, chosen at random, go to the judge; the bucket rule gives the
    speedup and re-measures when buckets disagree; host time over a batch and a profiler trace
    check that no work escaped the events; the reference beside the candidate is compared with the
-   clean one, timed by the judge straight after the pairs.
+   clean one, timed by the judge straight after the pairs; when it drifted, the candidate is timed
+   alone as well, so that the clean reference is set against a candidate timed the same way.
 5. Verdict, here in the parent, which never ran candidate code: status, reasons, flags.
 """
 
@@ -276,6 +277,24 @@ def _evaluate(run: _Run) -> None:
                 key = f"device.{step}"
                 res.phase_seconds[key] = round(res.phase_seconds.get(key, 0.0) + spent, 4)
 
+    def time_candidate(seeds: list[int], reference_seeds: list[int], stem: str) -> dict[str, Any]:
+        """The candidate paired with the reference, or alone without reference seeds; the
+        caller holds the device lock."""
+        assert run.worker is not None
+        return run.worker.request(
+            {
+                "cmd": "time",
+                "candidate_seeds": seeds,
+                "reference_seeds": reference_seeds,
+                "buffer_seeds": [draw(), draw()],
+                "warmup": 3,
+                "check": cfg.timed_samples_checked,
+                "out_dir": str(run.workdir),
+                "stem": stem,
+            },
+            cfg.run_timeout_s,
+        )
+
     def time_clean(calls: int) -> list[float]:
         """The reference alone, in the judge (which never saw candidate code); the caller holds
         the device lock."""
@@ -319,14 +338,16 @@ def _evaluate(run: _Run) -> None:
                 **common,
                 "candidate_path": str(run.workdir / "candidate.py"),
                 "output_bytes": output_bytes,
-                "warm_seed": draw(),
                 "env": run.build_env,
             }
         )
         loaded = run.worker.recv(cfg.compile_timeout_s)
-    _check_answer(run, loaded, "load")
+        _check_answer(run, loaded, "load")
+        # a build inside forward is compile work too, but a hanging forward is not a build
+        called = run.worker.request({"cmd": "first_call", "seed": draw()}, cfg.run_timeout_s)
+        _check_answer(run, called, "first_call")
     res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)
-    res.phase_seconds["first_call"] = round(loaded.get("first_call_s", 0.0), 4)
+    res.phase_seconds["first_call"] = round(called.get("first_call_s", 0.0), 4)
     run.phase("load", t0)
 
     # 3. correctness ----------------------------------------------------------------------------
@@ -376,24 +397,21 @@ def _evaluate(run: _Run) -> None:
     remeasured = 0
     while True:
         candidate_seeds = [draw() for _ in range(pairs)]
+        alone_seeds: list[int] = []
+        alone: dict[str, Any] | None = None
         with device("timing"):
-            timed = run.worker.request(
-                {
-                    "cmd": "time",
-                    "candidate_seeds": candidate_seeds,
-                    "reference_seeds": [draw() for _ in range(pairs)],
-                    "buffer_seeds": [draw(), draw()],
-                    "warmup": 3,
-                    "check": cfg.timed_samples_checked,
-                    "out_dir": str(run.workdir),
-                },
-                cfg.run_timeout_s,
-            )
+            timed = time_candidate(candidate_seeds, [draw() for _ in range(pairs)], "timed_")
             # The clean baseline straight after the pairs, in the same hold of the lock: the
             # machine (clocks, load on the host) as it was for them, so that only the
             # candidate's process can make the reference beside it slower (HACKS.md #10).
             clean = time_clean(pairs)
-        _check_answer(run, timed, "time")
+            _check_answer(run, timed, "time")
+            if _drifted(cfg, timed["reference_ms"], clean):
+                # The clean reference ran back to back; so must the candidate it is set
+                # against, or calls that launch overhead dominates compare warm with cold.
+                alone_seeds = [draw() for _ in range(pairs)]
+                alone = time_candidate(alone_seeds, [], "alone_")
+                _check_answer(run, alone, "time")
         buckets = bucket_speedups(timed["reference_ms"], timed["candidate_ms"], cfg.buckets)
         timing = Timing(
             candidate=_stats(timed["candidate_ms"]),
@@ -406,22 +424,18 @@ def _evaluate(run: _Run) -> None:
             bucket_spread=spread(buckets),
             remeasured=remeasured,
             host_ms_per_call=timed["host_ms_per_call"],
+            candidate_alone=_stats(alone["candidate_ms"]) if alone else None,
         )
         if timing.bucket_spread <= cfg.max_bucket_spread or remeasured >= cfg.remeasure_limit:
             break
         remeasured += 1
     if timing.bucket_spread > cfg.max_bucket_spread:
         run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
-    saved = timed["saved"]
-    if (
-        not all(type(i) is int and 0 <= i < pairs for i in saved)
-        or len(set(saved)) != len(saved)
-        or len(saved) != min(cfg.timed_samples_checked, pairs)
-    ):
-        raise _Verdict("rejected", "result channel: the timing answer lacks its sampled outputs")
     # The parent names each checked call's seed and file: the candidate process only says which
     # calls it saved, never what they answer.
-    items = [{"seed": candidate_seeds[i], "stem": str(run.workdir / f"timed_{i}")} for i in saved]
+    items = _sampled_items(run, timed, candidate_seeds, "timed_")
+    if alone is not None:
+        items += _sampled_items(run, alone, alone_seeds, "alone_")
     with device("check_timed"):
         sampled = _judge_answer(
             run.judge.request({"cmd": "judge", "items": items}, cfg.run_timeout_s), "judge"
@@ -431,7 +445,7 @@ def _evaluate(run: _Run) -> None:
     bad = [v["reason"] for v in sampled if not v["ok"]]
     if bad:
         raise _Verdict("rejected", f"a timed call returned a wrong output ({bad[0]})")
-    _timing_facts(run, timed, timing)
+    _timing_facts(run, timed["escaped_calls"] + (alone["escaped_calls"] if alone else 0), timing)
     run.phase("timing", t0)
 
     # provenance: kernels on every stream, and the PyTorch ops forward ran --------------------
@@ -543,11 +557,11 @@ def _correctness(
         )
 
 
-def _timing_facts(run: _Run, timed: dict[str, Any], timing: Timing) -> None:
+def _timing_facts(run: _Run, escaped_calls: int, timing: Timing) -> None:
     cfg = run.config
-    if timed["escaped_calls"]:
+    if escaped_calls:
         run.flag(
-            f"escaped_work:output changed after the end event on {timed['escaped_calls']} timed calls",
+            f"escaped_work:output changed after the end event on {escaped_calls} timed calls",
             reject=True,
         )
     cand = timing.candidate.median_ms
@@ -563,18 +577,41 @@ def _timing_facts(run: _Run, timed: dict[str, Any], timing: Timing) -> None:
     _check_baseline(run, timing)
 
 
+def _sampled_items(
+    run: _Run, timed: dict[str, Any], seeds: list[int], stem: str
+) -> list[dict[str, Any]]:
+    """The timed calls whose outputs the candidate process saved, as items for the judge."""
+    saved, calls = timed["saved"], len(seeds)
+    if (
+        not all(type(i) is int and 0 <= i < calls for i in saved)
+        or len(set(saved)) != len(saved)
+        or len(saved) != min(run.config.timed_samples_checked, calls)
+    ):
+        raise _Verdict("rejected", "result channel: the timing answer lacks its sampled outputs")
+    return [{"seed": seeds[i], "stem": str(run.workdir / f"{stem}{i}")} for i in saved]
+
+
+def _drifted(cfg: EvalConfig, beside_ms: list[float], clean_ms: list[float]) -> bool:
+    """The reference ran slower beside the candidate than alone, beyond timing noise."""
+    return statistics.median(beside_ms) > (1 + BASELINE_DRIFT[cfg.device]) * statistics.median(
+        clean_ms
+    )
+
+
 def _check_baseline(run: _Run, timing: Timing) -> None:
     """The reference beside the candidate against the reference alone (HACKS.md #10). When the
-    one beside the candidate ran slower, the speedup is taken against the clean reference (a
-    slowed baseline cannot inflate it); when it ran much slower, by a margin that host-bound
-    timing noise does not reach, the candidate is rejected."""
+    one beside the candidate ran slower, the speedup is taken as the clean reference over the
+    candidate timed alone, both back to back (a slowed baseline cannot inflate it); when it ran
+    much slower, by a margin that host-bound timing noise does not reach, the candidate is
+    rejected."""
     cfg, clean = run.config, timing.reference_clean
     if clean is None:
         return
     drift = timing.reference.median_ms / clean.median_ms
     if drift <= 1 + BASELINE_DRIFT[cfg.device]:
         return
-    against_clean = clean.median_ms / timing.candidate.median_ms
+    candidate = timing.candidate_alone or timing.candidate
+    against_clean = clean.median_ms / candidate.median_ms
     if against_clean < timing.speedup:
         timing.speedup, timing.speedup_basis = against_clean, "clean reference"
     run.flag(f"baseline_drift:reference {drift:.2f}x slower beside the candidate", reject=False)

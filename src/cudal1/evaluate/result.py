@@ -52,6 +52,9 @@ class Timing:
     speedup_basis: str = "paired"
     """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
     ran slower than alone and the paired ratio would have been inflated."""
+    candidate_alone: TimingStats | None = None
+    """The candidate timed back to back, as the clean reference is: only when the reference
+    ran slower beside the candidate, to set the clean reference against like with like."""
 
 
 @dataclass

@@ -97,15 +97,22 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def host_ms_per_call(device: str, fn: Callable[..., Any], args: Sequence[Any], calls: int) -> float:
+def host_ms_per_call(
+    device: str, fn: Callable[..., Any], args: Sequence[Any], calls: int, batches: int
+) -> float:
     """Host wall time per call over a batch with one synchronise at the end (catches work that
-    escapes the events: the final synchronise waits for every stream)."""
-    synchronize(device)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn(*args)
-    synchronize(device)
-    return (time.perf_counter() - t0) * 1e3 / calls
+    escapes the events: the final synchronise waits for every stream), the least of `batches`
+    batches: escaped work is in every batch, a busy host only in some (under 16 compiling
+    workers one H200 audit measured CUDA-L1's L1_40 at 1.79 and 0.70 ms per call)."""
+    best = math.inf
+    for _ in range(batches):
+        synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        synchronize(device)
+        best = min(best, (time.perf_counter() - t0) * 1e3 / calls)
+    return best
 
 
 # ---- statistics (trusted parent) ------------------------------------------------------------
