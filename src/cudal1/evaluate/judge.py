@@ -9,6 +9,7 @@ Run as `python -m cudal1.evaluate.judge RESULT_FD` by the evaluator.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -222,18 +223,36 @@ def read_outputs(stem: str, expected: list[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
+def releasing(handler: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    """The handler, then the judge's cached device blocks handed back: the candidate runs in
+    another process on the same GPU, and the allocator cache of a large task's fp64 reference
+    (129 GiB for L2_34 on the H200) left it out of memory on its first call."""
+
+    def run_and_release(msg: dict[str, Any]) -> Any:
+        try:
+            return handler(msg)
+        finally:
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+
+    return run_and_release
+
+
 def main() -> None:
     judge = Judge()
+    handlers = {
+        "prepare": judge.prepare,
+        "time_reference": judge.time_reference,
+        "judge": judge.judge,
+        "baselines": judge.baselines,
+        "roofline": judge.roofline,
+        "ceilings": judge.ceilings,
+        "hygiene": judge.hygiene,
+    }
     serve(
         {
             "hello": lambda msg: harness.warm_device(msg.get("device")),
-            "prepare": judge.prepare,
-            "time_reference": judge.time_reference,
-            "judge": judge.judge,
-            "baselines": judge.baselines,
-            "roofline": judge.roofline,
-            "ceilings": judge.ceilings,
-            "hygiene": judge.hygiene,
+            **{name: releasing(handler) for name, handler in handlers.items()},
         },
         result_channel(),
         warm=lambda: harness.warm_device("cuda"),
