@@ -13,7 +13,9 @@
 #   audit       `cudal1 bench` of CUDA-L1's H100 release, calibrated tolerance (resumes $AUDIT_DIR)
 #   audit-kb    the same with --tolerance kernelbench ($AUDIT_KB_JOBS workers, default $AUDIT_JOBS)
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
-#   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time)
+#   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time);
+#               $TP_GPUS spreads the pool over that many GPUs, $TP_BACKEND=ray uses Ray actors
+#               (carry Ray's wheel in .whl), e.g. TP_GPUS=4 TP_SEQUENTIAL=0 for the multi-GPU run
 # Every part is interrupted (SIGINT, as Ctrl-C) at --limit seconds (default 480); the audits
 # continue with --resume on the next call: on a machine still warm from the last call they find
 # their directories under $WORK; on a fresh one they start from the carried copies named in
@@ -62,8 +64,13 @@ part() {
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/train_pipeline.py --out "$WORK/grpo" --device cuda \
         --steps "${GRPO_STEPS:-4}" ;;
     throughput)
+      if [ "${TP_BACKEND:-local}" = ray ] && [ -d .whl ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
+      fi
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/throughput.py --out "$WORK/throughput" --device cuda \
-        --count "${TP_COUNT:-20}" --sequential "${TP_SEQUENTIAL:-8}" --jobs 8 ;;
+        --count "${TP_COUNT:-20}" --sequential "${TP_SEQUENTIAL:-8}" --jobs "${TP_JOBS:-8}" \
+        --backend "${TP_BACKEND:-local}" ${TP_GPUS:+--gpus "$TP_GPUS"} ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }

@@ -2,11 +2,14 @@
 the local pool against one-at-a-time evaluation of the same candidates.
 
     PYTHONPATH=src:. python3 benchmarks/throughput.py --out $OUT --count 40 --jobs 8
+    PYTHONPATH=src:. python3 benchmarks/throughput.py --out $OUT --gpus 2 --backend ray --sequential 0
 
 The mix is drawn from the honest corpus for the device: about 40 % CUDA C++ (load_inline), 10 %
 Triton, 50 % PyTorch rewrites. Each candidate gets a unique comment, so every one is a fresh
 build (no cache hits). GPU busy fraction = time spent in device phases (which take the device
-lock one at a time) over wall time. Writes OUT/throughput.json and prints a table.
+lock one at a time) over wall time, per GPU with `--gpus`; scaling efficiency is then read by
+comparing per-hour figures of runs at 1, 2 and 4 GPUs on the same `--count`. Writes
+OUT/throughput.json and prints a table.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import uuid
 from pathlib import Path
 
 from cudal1.evaluate import EvalConfig, evaluate
-from cudal1.evaluate.pool import LocalEvaluator
+from cudal1.evaluate.service import BACKENDS, make_evaluator
 from cudal1.tasks import load_suite
 from tests.corpus import load_cases
 
@@ -40,15 +43,16 @@ def mix(device: str, count: int) -> list[tuple[str, str]]:
     return out
 
 
-def summarize(label: str, results: list, wall: float) -> dict:
+def summarize(label: str, results: list, wall: float, gpus: int = 1) -> dict:
     busy = sum(r.phase_seconds.get("device", 0.0) for r in results)  # device-lock seconds
     return {
         "mode": label,
+        "gpus": gpus,
         "candidates": len(results),
         "ok": sum(r.status == "ok" for r in results),
         "wall_s": round(wall, 1),
         "per_hour": round(3600 * len(results) / wall, 1),
-        "device_busy_fraction": round(busy / wall, 3),
+        "device_busy_fraction": round(busy / (wall * gpus), 3),
         "median_compile_s": round(
             statistics.median(r.phase_seconds.get("compile", 0.0) for r in results), 2
         ),
@@ -62,6 +66,8 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--sequential", type=int, default=10, help="How many to run one at a time.")
+    parser.add_argument("--gpus", type=int, default=None, help="GPUs the pool spreads over.")
+    parser.add_argument("--backend", default="local", choices=BACKENDS)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     suite = load_suite("bundled", validate=False)
@@ -70,18 +76,23 @@ def main() -> int:
 
     items = mix(args.device, args.count)
     t0 = time.perf_counter()
-    with LocalEvaluator(config, jobs=args.jobs, cache=False) as ev:
+    ev = make_evaluator(args.backend, config, jobs=args.jobs, gpus=args.gpus)
+    try:
         futures = [ev.submit(suite.get(task), src) for task, src in items]
         pooled = [f.result() for f in futures]
-    rows.append(summarize(f"pool, {args.jobs} jobs", pooled, time.perf_counter() - t0))
+    finally:
+        ev.close()
+    label = f"{args.backend}, {args.jobs} jobs, {args.gpus or 1} GPU(s)"
+    rows.append(summarize(label, pooled, time.perf_counter() - t0, args.gpus or 1))
 
-    items = mix(args.device, args.sequential)
-    t0 = time.perf_counter()
-    sequential = [evaluate(suite.get(task), src, config) for task, src in items]
-    rows.append(summarize("one at a time", sequential, time.perf_counter() - t0))
+    if args.sequential:
+        items = mix(args.device, args.sequential)
+        t0 = time.perf_counter()
+        sequential = [evaluate(suite.get(task), src, config) for task, src in items]
+        rows.append(summarize("one at a time", sequential, time.perf_counter() - t0))
 
     (args.out / "throughput.json").write_text(json.dumps(rows, indent=1))
-    print("| mode | candidates | ok | wall s | per hour | device busy | median compile s |")
+    print("| mode | candidates | ok | wall s | per hour | busy per GPU | median compile s |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(

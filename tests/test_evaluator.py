@@ -291,6 +291,11 @@ def test_cpu_partition_keeps_whole_physical_cores(monkeypatch):
     part = harness.cpu_partition(3)
     assert part.measuring == {6, 7, 14, 15}
     assert harness.cpu_partition(0) is None
+    # two GPUs measuring at once: each keeps its own cores, and neither's are shared
+    lanes = [harness.cpu_partition(2, lane=i, lanes=2) for i in range(2)]
+    assert [p.measuring for p in lanes] == [{7, 15}, {6, 14}]
+    assert lanes[0].shared == lanes[1].shared == set(range(16)) - {6, 7, 14, 15}
+    assert harness.cpu_partition(2, lane=0, lanes=5) is None  # 5 lanes need 20 CPUs
     monkeypatch.setattr(harness.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     monkeypatch.setattr(harness, "_siblings", lambda cpu: frozenset({cpu}))
     assert harness.cpu_partition(2) is None  # fewer than twice as many: all stay shared

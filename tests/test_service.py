@@ -94,3 +94,38 @@ def test_ray_actor_death_costs_one_candidate(ray_session):
     after = ev(GELU, HONEST + "\n# after restart\n")  # and it serves again
     assert after.status == "ok", after.reasons
     ev.close()
+
+
+def test_gpus_are_named_as_cuda_visible_devices_names_them(monkeypatch):
+    """A subset of a host's GPUs (as a scheduler hands them out): the pool's workers each see
+    one of them, and the device lock is named after the physical GPU, so two runs on
+    different subsets still take turns on a GPU they share."""
+    from cudal1.errors import Cudal1Error
+    from cudal1.evaluate.pool import LocalEvaluator, visible_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5,7")
+    assert visible_gpus(2) == ["3", "5"] and visible_gpus() == ["3", "5", "7"]
+    with pytest.raises(Cudal1Error, match="4 GPUs asked for and 3 visible"):
+        visible_gpus(4)
+    cuda = EvalConfig(device="cuda")
+    assert cuda.lock_path("5").endswith("cuda5.lock") and cuda.lock_path().endswith("cuda3.lock")
+    with pytest.raises(Cudal1Error, match="--gpus needs --device cuda"):
+        LocalEvaluator(CONFIG, gpus=2)
+
+
+def test_a_pool_bound_to_a_gpu_gives_its_workers_that_gpu_alone(tmp_path):
+    """The evaluation records the GPU its pool was given, and the worker sees only that one."""
+    from cudal1.evaluate.evaluator import evaluate
+    from cudal1.evaluate.pool import WorkerPool
+
+    probe = HONEST.replace(
+        "class ModelNew",
+        "import os\nassert os.environ['CUDA_VISIBLE_DEVICES'] == '1'\n\n\nclass ModelNew",
+    )
+    pool = WorkerPool("cpu", size=1, gpu="1")
+    try:
+        result = evaluate(GELU, probe, CONFIG, workers=pool)
+    finally:
+        pool.close()
+    assert result.status == "ok", result.reasons
+    assert result.env["visible_gpu"] == "1"

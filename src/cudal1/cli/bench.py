@@ -39,6 +39,9 @@ def bench_command(
     tasks: str = typer.Option(None, help="Only these task ids (comma-separated)."),
     backend: str = typer.Option("local", help="Evaluation backend: local or ray."),
     address: str = typer.Option(None, help="Ray cluster address for --backend ray."),
+    gpus: int = typer.Option(
+        None, help="Spread evaluations over this many GPUs (local: one lock each; ray: actors)."
+    ),
 ) -> None:
     """Evaluate every solution of SOURCE on SUITE; rows stream to RUN_DIR/results.jsonl."""
     kinds = [k.strip() for k in baselines.split(",") if k.strip()]
@@ -58,7 +61,7 @@ def bench_command(
     eval_config = EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance)  # type: ignore[arg-type]
     config = BenchConfig(
         eval=eval_config,
-        evaluator=make_evaluator(backend, eval_config, jobs=jobs, address=address),
+        evaluator=make_evaluator(backend, eval_config, jobs=jobs, address=address, gpus=gpus),
         baselines=kinds,
         jobs=jobs,
         resume=resume,

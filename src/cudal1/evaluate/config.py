@@ -117,16 +117,18 @@ class EvalConfig:
             return "cpu" if self.device == "cpu" else "full"
         return self.sizes
 
-    def lock_path(self) -> str | None:
-        """One lock per device: `cuda0.lock` (the current CUDA device) or `cpu.lock`."""
+    def lock_path(self, gpu: str | None = None) -> str | None:
+        """One lock per device: `cuda0.lock` (`gpu` as CUDA_VISIBLE_DEVICES names it, else the
+        first visible CUDA device) or `cpu.lock`."""
         if self.lock_dir is None:
             return None
         self.lock_dir.mkdir(parents=True, exist_ok=True)
-        index = (
-            os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
-            if self.device == "cuda"
-            else ""
-        )
+        if self.device != "cuda":
+            index = ""
+        elif gpu is not None:
+            index = gpu
+        else:
+            index = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
         return str(self.lock_dir / f"{self.device}{index}.lock")
 
     def to_dict(self) -> dict:

@@ -87,6 +87,7 @@ class _Run:
     build_env: dict[str, str] = field(default_factory=dict)
     compile_slot: Any = None
     cpus: harness.CpuPartition | None = None
+    gpu: str | None = None
 
     def pin_measuring(self, measuring: bool) -> None:
         """While this evaluation holds the device lock its processes' main threads (which launch
@@ -115,6 +116,7 @@ class FreshWorkers:
     def __init__(self, device: str, cpus: harness.CpuPartition | None = None) -> None:
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {}
         self.cpus = cpus
+        self.gpu = None  # whatever this process sees
 
     def take(self, role: str, workdir: Path) -> Worker:
         return spawn(role, workdir, self.env, self.cpus and self.cpus.shared)
@@ -130,6 +132,9 @@ class WorkerSource(Protocol):
     cpus: harness.CpuPartition | None
     """Its workers start on `shared`; the evaluation moves them to `measuring` while it holds
     the device lock."""
+    gpu: str | None
+    """The one CUDA device its workers see (CUDA_VISIBLE_DEVICES' name for it), whose lock the
+    evaluation takes; None: the first this process sees."""
 
     def take(self, role: str, workdir: Path) -> Worker: ...
 
@@ -171,8 +176,17 @@ def evaluate(
 
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-eval-", dir=_scratch_root()))
     run = _Run(
-        config, task, result, static, workdir, compile_slot=workers.compile_slot, cpus=workers.cpus
+        config,
+        task,
+        result,
+        static,
+        workdir,
+        compile_slot=workers.compile_slot,
+        cpus=workers.cpus,
+        gpu=workers.gpu,
     )
+    if workers.gpu is not None:
+        result.env["visible_gpu"] = workers.gpu
     build_dir = config.build_root / result.candidate_hash
     run.build_env = {
         "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
@@ -264,7 +278,7 @@ def _evaluate(run: _Run) -> None:
         """The device lock; `device` sums the time held (GPU-seconds), `device.STEP` splits it
         by step, `device_wait` is the queue."""
         asked = time.perf_counter()
-        with harness.device_lock(cfg.lock_path()):
+        with harness.device_lock(cfg.lock_path(run.gpu)):
             held = time.perf_counter()
             res.phase_seconds["device_wait"] += round(held - asked, 4)
             run.pin_measuring(True)

@@ -86,25 +86,29 @@ class CpuPartition:
     shared: frozenset[int]
 
 
-def cpu_partition(measure_cpus: int) -> CpuPartition | None:
+def cpu_partition(measure_cpus: int, lane: int = 0, lanes: int = 1) -> CpuPartition | None:
     """Split this process's cores, or None when there are too few to keep some back. Whole
     physical cores are kept (a hyperthread sibling left shared would still be busy). Every
-    process computes the same split, so evaluations of different runs agree on it."""
+    process computes the same split, so evaluations of different runs agree on it. With several
+    devices measuring at once (`lanes`, one per GPU), each keeps its own cores: lane 0 the last
+    ones, lane 1 those before them, and so on; the rest is shared by all."""
     allowed = sorted(os.sched_getaffinity(0))
-    if measure_cpus <= 0 or len(allowed) < 2 * measure_cpus:
+    if measure_cpus <= 0 or len(allowed) < 2 * measure_cpus * lanes:
         return None
     cores: dict[frozenset[int], None] = {}  # physical cores, in order of their first CPU
     for cpu in allowed:
         cores.setdefault(_siblings(cpu) & frozenset(allowed), None)
-    measuring: set[int] = set()
-    for core in reversed(list(cores)):
-        if len(measuring) >= measure_cpus:
-            break
-        measuring |= core
-    shared = frozenset(allowed) - measuring
-    if len(shared) < len(measuring):
+    kept: list[set[int]] = []
+    remaining = list(cores)
+    for _ in range(lanes):
+        measuring: set[int] = set()
+        while remaining and len(measuring) < measure_cpus:
+            measuring |= remaining.pop()
+        kept.append(measuring)
+    shared = frozenset(allowed).difference(*kept)
+    if len(shared) < sum(map(len, kept)) or any(len(k) < measure_cpus for k in kept):
         return None
-    return CpuPartition(frozenset(measuring), shared)
+    return CpuPartition(frozenset(kept[lane]), shared)
 
 
 def _siblings(cpu: int) -> frozenset[int]:

@@ -10,6 +10,9 @@ interface that many candidates can be submitted to at once.
   of later candidates proceed. Identical (task, candidate, config) are evaluated once: a repeat,
   even one submitted while the first is still running, gets that result marked `cached`, unless
   `fresh=True` (the re-measurement of a suspicious win must be independent).
+  With `gpus`, one worker pool per GPU: each evaluation goes to the GPU with the fewest in
+  flight, takes that GPU's lock and measures on that GPU's own kept cores; compiles share one
+  limit, since they share the host's cores.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+import torch
+
+from cudal1.errors import Cudal1Error
 from cudal1.evaluate import harness
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.evaluator import evaluate
@@ -39,8 +45,25 @@ from cudal1.tasks import Task, source_hash
 ROLES = ("judge", "candidate_worker")
 
 
+def visible_gpus(count: int | None = None) -> list[str]:
+    """The CUDA devices this process may use, as CUDA_VISIBLE_DEVICES names them (the first
+    `count`, or all): a worker given one of them sees only that device, and the device lock is
+    named after it, so runs with different visible sets still take turns on a shared GPU."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        names = [d.strip() for d in listed.split(",") if d.strip()]
+    else:
+        names = [str(i) for i in range(torch.cuda.device_count())]
+    if count is not None and not 0 < count <= len(names):
+        raise Cudal1Error(
+            f"{count} GPUs asked for and {len(names)} visible: ask for 1 to {len(names)}"
+        )
+    return names[:count] if count is not None else names
+
+
 class WorkerPool:
-    """Pre-started single-use workers for one device."""
+    """Pre-started single-use workers for one device (`gpu`: the one CUDA device its workers
+    see, as CUDA_VISIBLE_DEVICES names it; None: whatever this process sees)."""
 
     def __init__(
         self,
@@ -48,19 +71,26 @@ class WorkerPool:
         size: int = 2,
         compile_jobs: int | None = None,
         cpus: harness.CpuPartition | None = None,
+        gpu: str | None = None,
+        compile_slots: threading.Semaphore | None = None,
     ) -> None:
         self.device = device
         self.size = size
         self.cpus = cpus
         """Workers start on `cpus.shared`, until an evaluation holding the device lock moves
         them."""
+        self.gpu = gpu
         self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {"CUDAL1_WARM": "cuda"}
+        if gpu is not None:
+            self.env["CUDA_VISIBLE_DEVICES"] = gpu
         self.idle: dict[str, deque[Worker]] = {r: deque() for r in ROLES}
         self.taken: weakref.WeakSet[Worker] = weakref.WeakSet()
         """Workers handed to evaluations still running: `close` ends them too (Ctrl-C)."""
         self.lock = threading.Lock()
-        self.compile_slots = threading.Semaphore(max(1, compile_jobs or os.cpu_count() or 1))
+        self.compile_slots = compile_slots or threading.Semaphore(
+            max(1, compile_jobs or os.cpu_count() or 1)
+        )
         self.closed = False
         for role in ROLES:
             for _ in range(size):
@@ -117,15 +147,36 @@ class LocalEvaluator:
         compile_jobs: int | None = None,
         warm: int | None = None,
         cache: bool = True,
+        gpus: int | None = None,
+        cpu_lane: tuple[int, int] = (0, 1),
     ) -> None:
+        """`gpus`: spread evaluations over the first `gpus` visible CUDA devices (None: the
+        first device only, as one evaluation at a time on it). `cpu_lane` (lane, lanes): which
+        of the host's kept core sets this evaluator measures on, when other processes measure
+        on the host's other GPUs (Ray's actors, one per GPU)."""
         self.config = config
         size = warm if warm is not None else min(jobs, 4)
-        self.pool = WorkerPool(
-            config.device,
-            size=size,
-            compile_jobs=compile_jobs,
-            cpus=harness.cpu_partition(config.measure_cpus),
-        )
+        names: list[str | None] = [None]
+        if gpus is not None:
+            if config.device != "cuda":
+                raise Cudal1Error("--gpus needs --device cuda")
+            names = list(visible_gpus(gpus))
+        slots = threading.Semaphore(max(1, compile_jobs or os.cpu_count() or 1))
+        lane, lanes = cpu_lane
+        self.pools = [
+            WorkerPool(
+                config.device,
+                size=size,
+                cpus=harness.cpu_partition(
+                    config.measure_cpus, lane=lane * len(names) + i, lanes=lanes * len(names)
+                ),
+                gpu=name,
+                compile_slots=slots,
+            )
+            for i, name in enumerate(names)
+        ]
+        self.in_flight = [0] * len(self.pools)
+        self.dispatch_lock = threading.Lock()
         self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
         # key -> the evaluation's future: a second request for a candidate already being
         # evaluated waits for that evaluation instead of spending device time on a copy
@@ -148,7 +199,7 @@ class LocalEvaluator:
             if known is not None and not fresh:
                 return dataclasses.replace(known.result(), cached=True)
         try:
-            result = evaluate(task, source, self.config, workers=self.pool)
+            result = self._on_least_busy_gpu(task, source)
         except BaseException as e:
             mine.set_exception(e)
             if self.cache is not None:
@@ -158,6 +209,16 @@ class LocalEvaluator:
             raise
         mine.set_result(result)
         return result
+
+    def _on_least_busy_gpu(self, task: Task, source: str) -> EvalResult:
+        with self.dispatch_lock:
+            index = min(range(len(self.pools)), key=self.in_flight.__getitem__)
+            self.in_flight[index] += 1
+        try:
+            return evaluate(task, source, self.config, workers=self.pools[index])
+        finally:
+            with self.dispatch_lock:
+                self.in_flight[index] -= 1
 
     def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:
         return self.executor.submit(self._run, task, source, fresh)
@@ -173,7 +234,8 @@ class LocalEvaluator:
         """Stop now: queued evaluations are cancelled and running ones lose their processes
         (their results are never delivered), so Ctrl-C leaves nothing running."""
         self.executor.shutdown(wait=False, cancel_futures=True)
-        self.pool.close()
+        for pool in self.pools:
+            pool.close()
         self.executor.shutdown(wait=True)
 
     def __enter__(self) -> LocalEvaluator:

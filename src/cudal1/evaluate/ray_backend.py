@@ -34,7 +34,7 @@ class EvalActor:
     def __init__(self, config: dict[str, Any], jobs: int) -> None:
         from cudal1.evaluate.pool import LocalEvaluator
 
-        self.evaluator = LocalEvaluator(EvalConfig(**config), jobs=jobs)
+        self.evaluator = LocalEvaluator(EvalConfig(**config), jobs=jobs, cpu_lane=_cpu_lane())
 
     def evaluate(self, task: dict[str, Any], source: str, fresh: bool) -> dict[str, Any]:
         result = self.evaluator.submit(Task(**task), source, fresh=fresh).result()
@@ -44,6 +44,21 @@ class EvalActor:
         import os
 
         return f"{os.uname().nodename}:{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+
+
+def _cpu_lane() -> tuple[int, int]:
+    """This actor's GPU's place among its node's GPUs: actors on one host each measure on their
+    own kept cores, as the local evaluator's GPUs do."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    gpu_ids = ctx.get_accelerator_ids().get("GPU", [])
+    node_gpus = next(
+        (n["Resources"].get("GPU", 0) for n in ray.nodes() if n["NodeID"] == ctx.get_node_id()), 0
+    )
+    if not gpu_ids or not node_gpus:
+        return (0, 1)
+    return (int(gpu_ids[0]) % int(node_gpus), int(node_gpus))
 
 
 def actor_names(config: EvalConfig, count: int, group: str = "default") -> list[str]:

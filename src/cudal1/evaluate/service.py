@@ -25,14 +25,22 @@ class Evaluator(Protocol):
 
 
 def make_evaluator(
-    backend: str, config: EvalConfig, *, jobs: int = 4, address: str | None = None
+    backend: str,
+    config: EvalConfig,
+    *,
+    jobs: int = 4,
+    address: str | None = None,
+    gpus: int | None = None,
 ) -> Evaluator:
+    """`gpus`: how many GPUs to spread over (local: the first visible ones, a worker pool and
+    a device lock each; ray: that many actors, one GPU each; None: one, or every GPU of the
+    Ray cluster)."""
     if backend == "local":
         from cudal1.evaluate.pool import LocalEvaluator
 
-        return LocalEvaluator(config, jobs=jobs)
+        return LocalEvaluator(config, jobs=jobs, gpus=gpus)
     if backend == "ray":
         from cudal1.evaluate.ray_backend import RayEvaluator
 
-        return RayEvaluator(config, address=address, jobs=jobs)
+        return RayEvaluator(config, address=address, jobs=jobs, actors=gpus)
     raise Cudal1Error(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
