@@ -2,7 +2,8 @@
 
 `tests/redteam/manifest.toml` and `tests/honest/manifest.toml` hold `[[case]]` tables:
 file (under candidates/), task (bundled id), device (cpu|cuda), status (allowed statuses),
-flag (optional: a flag name the result must carry), hack (HACKS.md class, red team only),
+flag (optional: a flag name the result must carry; `a|b`: either, when which check catches
+the hack first depends on timing), hack (HACKS.md class, red team only),
 policy / tolerance (optional evaluator settings), note.
 """
 
@@ -38,6 +39,11 @@ class Case:
     """False: the static gate only records flags, so the case tests the dynamic checks."""
     note: str = ""
     extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+    def flag_found(self, flags: list[str]) -> bool:
+        """The result carries the expected flag (or one of the alternatives), if any."""
+        names = {f.split(":", 1)[0] for f in flags}
+        return self.flag is None or bool(names & set(self.flag.split("|")))
 
     @property
     def id(self) -> str:
