@@ -61,6 +61,11 @@ def visible_gpus(count: int | None = None) -> list[str]:
     return names[:count] if count is not None else names
 
 
+def compile_limit(compile_jobs: int | None) -> threading.Semaphore:
+    """`compile_jobs` compiles at once (default: one per CPU core)."""
+    return threading.Semaphore(max(1, compile_jobs or os.cpu_count() or 1))
+
+
 class WorkerPool:
     """Pre-started single-use workers for one device (`gpu`: the one CUDA device its workers
     see, as CUDA_VISIBLE_DEVICES names it; None: whatever this process sees)."""
@@ -69,7 +74,6 @@ class WorkerPool:
         self,
         device: str,
         size: int = 2,
-        compile_jobs: int | None = None,
         cpus: harness.CpuPartition | None = None,
         gpu: str | None = None,
         compile_slots: threading.Semaphore | None = None,
@@ -88,9 +92,8 @@ class WorkerPool:
         self.taken: weakref.WeakSet[Worker] = weakref.WeakSet()
         """Workers handed to evaluations still running: `close` ends them too (Ctrl-C)."""
         self.lock = threading.Lock()
-        self.compile_slots = compile_slots or threading.Semaphore(
-            max(1, compile_jobs or os.cpu_count() or 1)
-        )
+        self.compile_slots = compile_slots or compile_limit(None)
+        """Compiles at once; shared by the pools of one evaluator, as they share the cores."""
         self.closed = False
         for role in ROLES:
             for _ in range(size):
@@ -161,7 +164,7 @@ class LocalEvaluator:
             if config.device != "cuda":
                 raise Cudal1Error("--gpus needs --device cuda")
             names = list(visible_gpus(gpus))
-        slots = threading.Semaphore(max(1, compile_jobs or os.cpu_count() or 1))
+        slots = compile_limit(compile_jobs)
         lane, lanes = cpu_lane
         self.pools = [
             WorkerPool(
