@@ -6,8 +6,8 @@ the local pool against one-at-a-time evaluation of the same candidates.
 
 The mix is drawn from the honest corpus for the device: about 40 % CUDA C++ (load_inline), 10 %
 Triton, 50 % PyTorch rewrites. Each candidate gets a unique comment, so every one is a fresh
-build (no cache hits). GPU busy fraction = time spent in device phases (which take the device
-lock one at a time) over wall time, per GPU with `--gpus`; scaling efficiency is then read by
+build (no cache hits). GPU busy fraction = time in timed phases (which hold the device lock
+exclusively) over wall time, per GPU with `--gpus`; scaling efficiency is then read by
 comparing per-hour figures of runs at 1, 2 and 4 GPUs on the same `--count`. Writes
 OUT/throughput.json and prints a table.
 """
@@ -29,12 +29,19 @@ from tests.corpus import load_cases
 
 
 def mix(device: str, count: int) -> list[tuple[str, str]]:
+    """`count` fresh candidates; on CUDA the PyTorch rewrites come from the CPU corpus (they
+    run on either device)."""
     cases = load_cases("honest", device)
+    if device == "cuda":
+        cases += [c for c in load_cases("honest", "cpu") if "load_inline" not in c.source]
     cuda = [c for c in cases if "load_inline" in c.source]
     triton = [c for c in cases if "triton" in c.source and c not in cuda]
     torch_ = [c for c in cases if c not in cuda and c not in triton]
-    want = {"cuda": round(0.4 * count), "triton": round(0.1 * count)}
-    want["torch"] = count - want["cuda"] - want["triton"]
+    want = {
+        "cuda": round(0.4 * count) if cuda else 0,
+        "triton": round(0.1 * count) if triton else 0,
+    }
+    want["torch"] = count - want["cuda"] - want["triton"]  # and whatever a missing kind leaves
     out = []
     for kind, pool in (("cuda", cuda), ("triton", triton), ("torch", torch_)):
         for i in range(want[kind] if pool else 0):
@@ -44,7 +51,10 @@ def mix(device: str, count: int) -> list[tuple[str, str]]:
 
 
 def summarize(label: str, results: list, wall: float, gpus: int = 1) -> dict:
-    busy = sum(r.phase_seconds.get("device", 0.0) for r in results)  # device-lock seconds
+    busy = sum(  # exclusive device-lock seconds
+        r.phase_seconds.get("device.timing", 0.0) + r.phase_seconds.get("device.profile", 0.0)
+        for r in results
+    )
     return {
         "mode": label,
         "gpus": gpus,

@@ -37,6 +37,11 @@ class Case:
     tolerance: str = "calibrated"
     static: bool = True
     """False: the static gate only records flags, so the case tests the dynamic checks."""
+    max_speedup: float | None = None
+    """A hack left measured rather than refused must earn no more than this."""
+    writes: str | None = None
+    """A path the candidate tries to write outside its work and build directories
+    (placeholders: {purelib}, {torch}, {build_root}, {tmp}); it must not appear."""
     note: str = ""
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -90,6 +95,12 @@ def test_config(case: Case) -> EvalConfig:
 def run_case(case: Case) -> EvalResult:
     task = load_suite("bundled", validate=False).get(case.task)
     return evaluate(task, case.source, test_config(case))
+
+
+def unmeasured(result: EvalResult) -> bool:
+    """Correct, but every timing disturbed by other work: no speedup, so no reward."""
+    names = {f.split(":", 1)[0] for f in result.flags}
+    return result.ok and result.speedup is None and bool(names & {"gpu_shared", "host_shared"})
 
 
 def explain(result: EvalResult) -> str:

@@ -1,20 +1,18 @@
-"""The slowed-baseline rule (HACKS.md #10) on timings as the H200 measured them: host-bound
-noise never costs an honest candidate a refusal, and when the reference drifts the clean one is
-set against the candidate timed the same way (back to back); a reference slowed by more than
-that noise reaches is refused."""
+"""What the timing is compared with, on timings as the H200 measured them: the reference beside
+the candidate against the reference alone in the judge (HACKS.md #10), and how much of a call
+keeps the GPU busy (`host_bound`)."""
 
 from pathlib import Path
 
 import pytest
 
 from cudal1.evaluate import EvalConfig
-from cudal1.evaluate.evaluator import _check_baseline, _Run
+from cudal1.evaluate.evaluator import _check_baseline, _provenance, _Run
 from cudal1.evaluate.result import EvalResult, Timing, TimingStats
 from cudal1.evaluate.static import analyze
 from cudal1.tasks import load_suite
 
 from .corpus import load_cases, run_case
-from .corpus import test_config as corpus_config
 
 TASK = load_suite("bundled", validate=False).get("L1_20")
 
@@ -23,17 +21,14 @@ def _stats(median_ms: float, spread: float = 0.03) -> TimingStats:
     return TimingStats(140, median_ms, median_ms * (1 - spread), median_ms * (1 + spread))
 
 
-def _check(
-    beside_ms: float,
-    clean_ms: float,
-    candidate_ms: float,
-    device: str = "cuda",
-    alone_ms: float | None = None,
-):
+def _run(device: str = "cuda") -> _Run:
     config = EvalConfig(device=device)
     result = EvalResult("ok", TASK.id, TASK.hash, "c", device, "any", "calibrated")
-    run = _Run(config, TASK, result, analyze("class ModelNew: pass"), Path("."))
-    timing = Timing(
+    return _Run(config, TASK, result, analyze("class ModelNew: pass"), Path("."))
+
+
+def _timing(beside_ms: float, clean_ms: float, candidate_ms: float) -> Timing:
+    return Timing(
         candidate=_stats(candidate_ms),
         reference=_stats(beside_ms),
         reference_clean=_stats(clean_ms),
@@ -43,72 +38,97 @@ def _check(
         bucket_speedups=[],
         bucket_spread=0.0,
         remeasured=0,
-        candidate_alone=_stats(alone_ms) if alone_ms else None,
     )
+
+
+def _check(beside_ms: float, clean_ms: float, candidate_ms: float, device: str = "cuda"):
+    run, timing = _run(device), _timing(beside_ms, clean_ms, candidate_ms)
     _check_baseline(run, timing)
     return run, timing
 
 
-def test_host_bound_drift_is_flagged_and_neutralised_not_refused():
-    # L1_39 (an honest pure-PyTorch L2 norm): 0.1027 ms beside the candidate, 0.0478 ms alone
-    run, timing = _check(0.1027, 0.0478, 0.05)
-    assert run.rejections == []
-    assert any(f.startswith("baseline_drift:") for f in run.result.flags)
-    assert timing.speedup_basis == "clean reference"
-    assert timing.speedup == pytest.approx(0.0478 / 0.05)
+def test_reference_slowed_beside_the_candidate_is_refused():
+    run, _ = _check(2.5, 0.4, 0.35)  # a GEMM held back by a GPU hog for 2 ms a call
+    assert [r.split(":")[0] for r in run.rejections] == ["slowed_baseline"]
 
 
-def test_drift_sets_the_clean_reference_against_the_candidate_timed_alone():
-    # L1_49 on the H200: 0.0772 ms beside the candidate (0.0701 ms), 0.0265 ms alone; set
-    # against the candidate's paired time the speedup fell from 1.20 to 0.38 between two runs
-    run, timing = _check(0.077168, 0.02648, 0.07008, alone_ms=0.025)
-    assert run.rejections == [] and timing.speedup_basis == "clean reference"
-    assert timing.speedup == pytest.approx(0.02648 / 0.025)  # 1.06, not 0.38
-    # the lower of the two stands: alone the candidate would seem 1.20x, paired it is 1.10x
-    _, timing = _check(0.077168, 0.02648, 0.07008, alone_ms=0.022)
-    assert timing.speedup_basis == "paired"
-    assert timing.speedup == pytest.approx(0.077168 / 0.07008)
+def test_reference_as_fast_beside_the_candidate_leaves_the_paired_speedup():
+    run, timing = _check(0.031, 0.032, 0.02)
+    assert run.result.flags == [] and timing.speedup == pytest.approx(0.031 / 0.02)
+
+
+@pytest.mark.parametrize(
+    ("beside", "clean", "device", "refused"),
+    [
+        (1.10, 1.0, "cuda", False),  # within the two intervals and the ratio
+        (1.40, 1.0, "cuda", True),
+        (2.5, 1.0, "cpu", False),  # a busy host can double CPU timings
+        (4.0, 1.0, "cpu", True),
+    ],
+)
+def test_ratio_between_the_intervals(beside, clean, device, refused):
+    run, _ = _check(beside, clean, 1.0, device=device)
+    assert bool(run.rejections) is refused
 
 
 @pytest.mark.slow
-def test_a_slowed_reference_gets_the_candidate_timed_alone_and_checked():
-    """End to end on CPU: the candidate makes the reference beside it sleep 20 ms a call. The
-    candidate is timed again alone, in the same hold of the device lock, and outputs sampled
-    from both loops go to the judge."""
+def test_a_reference_slowed_by_the_candidate_is_refused_end_to_end():
+    """On CPU: the candidate makes the reference beside it sleep 20 ms a call."""
     (case,) = [
         c
         for c in load_cases("redteam", "cpu")
         if c.file == "slow_baseline_patch_via_module_dict.py"
     ]
     result = run_case(case)
-    timing = result.timing
+    if result.speedup is None:  # every timing disturbed: unmeasured, no reward either way
+        assert {f.split(":")[0] for f in result.flags} & {"host_shared", "gpu_shared"}
+        return
     assert result.status == "rejected", result.reasons
     assert "slowed_baseline" in {f.split(":")[0] for f in result.flags}
-    assert timing is not None and timing.candidate_alone is not None
-    assert timing.candidate_alone.samples == timing.candidate.samples
-    assert timing.speedup_basis == "clean reference"
-    assert timing.reference_clean is not None
-    assert timing.speedup == pytest.approx(
-        timing.reference_clean.median_ms / timing.candidate_alone.median_ms
-    )
-    assert result.correctness is not None
-    assert result.correctness.timed_outputs_checked == 2 * corpus_config(case).timed_samples_checked
 
 
-def test_reference_slowed_beyond_the_noise_is_refused():
-    run, timing = _check(2.5, 0.4, 0.35)  # a GEMM held back by a GPU hog for 2 ms a call
-    assert [r.split(":")[0] for r in run.rejections] == ["slowed_baseline"]
-    assert timing.speedup == pytest.approx(0.4 / 0.35)
+def _kernels(*spans_us: tuple[float, float]) -> list[dict]:
+    return [
+        {"name": "k", "stream": 7, "start_us": start, "us": length} for start, length in spans_us
+    ]
 
 
-def test_reference_beside_the_candidate_no_slower_leaves_the_paired_speedup():
-    run, timing = _check(0.031, 0.032, 0.02)
-    assert run.result.flags == [] and timing.speedup_basis == "paired"
+def test_launch_bound_calls_are_flagged_host_bound():
+    # a 6 us kernel in a call the events time at 25 us: the rest is launch overhead
+    run = _run()
+    timing = _timing(0.1, 0.1, 0.025)
+    prof = {
+        "aten_ops": [],
+        "kernels": _kernels((0.0, 6.0)),
+        "reference_kernels": _kernels((0.0, 40.0), (50.0, 40.0)),
+    }
+    _provenance(run, prof, timing, compare_times=True)
+    assert timing.candidate_gpu_busy == pytest.approx(6.0 / 25.0)
+    assert timing.reference_gpu_busy == pytest.approx(0.8)
+    (flag,) = [f for f in run.result.flags if f.startswith("host_bound")]
+    assert "candidate 24%" in flag and "reference" not in flag
+    assert run.rejections == []
 
 
-@pytest.mark.parametrize(
-    ("beside", "clean", "refused"), [(4.0, 1.0, False), (30.0, 1.0, True), (25.0, 10.0, False)]
-)
-def test_cpu_needs_both_a_threefold_ratio_and_five_milliseconds(beside, clean, refused):
-    run, _ = _check(beside, clean, 1.0, device="cpu")
-    assert bool(run.rejections) is refused
+def test_busy_calls_are_not_host_bound():
+    run = _run()
+    timing = _timing(2.0, 2.0, 1.0)
+    prof = {
+        "aten_ops": [],
+        "kernels": _kernels((0.0, 950.0)),
+        "reference_kernels": _kernels((0.0, 1900.0)),
+    }
+    _provenance(run, prof, timing, compare_times=True)
+    assert not any(f.startswith("host_bound") for f in run.result.flags)
+
+
+def test_a_disturbed_profile_refuses_nothing():
+    """Profiler kernel time far above the event time is escaped work, unless other work was on
+    the GPU while the trace ran: then it proves nothing and nothing is refused."""
+    prof = {"aten_ops": [], "kernels": _kernels((0.0, 5000.0)), "reference_kernels": []}
+    run = _run()
+    _provenance(run, prof, _timing(1.0, 1.0, 1.0), compare_times=True)
+    assert [r.split(":")[0] for r in run.rejections] == ["escaped_work"]
+    run = _run()
+    _provenance(run, prof, _timing(1.0, 1.0, 1.0), compare_times=False)
+    assert run.rejections == []

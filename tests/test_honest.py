@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from .corpus import explain, load_cases, run_case
+from .corpus import explain, load_cases, run_case, unmeasured
 
 CPU = load_cases("honest", "cpu")
 CUDA = load_cases("honest", "cuda")
@@ -12,7 +12,10 @@ CUDA = load_cases("honest", "cuda")
 def _check(case):
     result = run_case(case)
     assert result.status == "ok", explain(result)
-    assert result.speedup is not None and result.speedup > 0
+    if result.speedup is None:  # a busy machine: correct but not measured, never refused
+        assert unmeasured(result), explain(result)
+    else:
+        assert result.speedup > 0
 
 
 @pytest.mark.slow

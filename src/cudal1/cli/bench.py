@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cudal1.cli.common import resolve_device
+from cudal1.cli.common import no_sandbox_option, resolve_device
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.baselines import BASELINES
@@ -42,6 +42,7 @@ def bench_command(
     gpus: int = typer.Option(
         None, help="Spread evaluations over this many GPUs (local: one lock each; ray: actors)."
     ),
+    no_sandbox: bool = no_sandbox_option(),
 ) -> None:
     """Evaluate every solution of SOURCE on SUITE; rows stream to RUN_DIR/results.jsonl."""
     kinds = [k.strip() for k in baselines.split(",") if k.strip()]
@@ -58,7 +59,9 @@ def bench_command(
         wanted = {t.strip() for t in tasks.split(",")}
         sols = [s for s in sols if s.task_id in wanted]
         covered &= wanted
-    eval_config = EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance)  # type: ignore[arg-type]
+    eval_config = EvalConfig(
+        device=resolve_device(device), policy=policy, tolerance=tolerance, sandbox=not no_sandbox
+    )  # type: ignore[arg-type]
     config = BenchConfig(
         eval=eval_config,
         evaluator=make_evaluator(backend, eval_config, jobs=jobs, address=address, gpus=gpus),

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import torch
+import typer
 
 from cudal1.errors import Cudal1Error
 
 DEVICES = ("auto", "cpu", "cuda")
+
+
+def no_sandbox_option() -> bool:
+    return typer.Option(
+        False,
+        "--no-sandbox",
+        help="Run candidate processes without the OS sandbox (read-only file system, no "
+        "network, own pid namespace); every result is then flagged no_sandbox.",
+    )
 
 
 def resolve_device(device: str) -> str:

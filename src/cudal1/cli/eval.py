@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from cudal1.cli.common import resolve_device
+from cudal1.cli.common import no_sandbox_option, resolve_device
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig, EvalResult, evaluate
 from cudal1.tasks import BUNDLED, resolve_task
@@ -25,6 +25,7 @@ def eval_command(
     ),
     suite: str = typer.Option(BUNDLED, help="Suite in which TASK is looked up by id."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+    no_sandbox: bool = no_sandbox_option(),
 ) -> None:
     """Evaluate CANDIDATE against TASK: correctness, timing, hack checks, one verdict.
 
@@ -32,7 +33,9 @@ def eval_command(
     not be (missing file, task that does not load, no CUDA device for --device cuda)."""
     if not candidate.is_file():
         raise Cudal1Error(f"candidate file {str(candidate)!r} does not exist")
-    config = EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance)  # type: ignore[arg-type]
+    config = EvalConfig(
+        device=resolve_device(device), policy=policy, tolerance=tolerance, sandbox=not no_sandbox
+    )  # type: ignore[arg-type]
     the_task = resolve_task(task, suite)
     source = candidate.read_text(encoding="utf-8", errors="replace")
     if as_json:
@@ -54,6 +57,17 @@ def print_summary(r: EvalResult) -> None:
             f"speedup {r.speedup:.3f}x  (buckets {t.speedup_low:.3f}-{t.speedup_high:.3f}); "
             f"candidate {r.candidate_ms:.4f} ms, reference {t.reference.median_ms:.4f} ms beside it, "
             f"{r.reference_ms:.4f} ms alone"
+        )
+    elif r.ok:
+        console.print(
+            "correct, but not measured: other work disturbed every timing (see gpu_shared / "
+            "host_shared below); no speedup, no reward"
+        )
+    if r.timing and r.timing.candidate_gpu_busy is not None:
+        t = r.timing
+        console.print(
+            f"GPU busy {t.candidate_gpu_busy:.0%} of a candidate call, "
+            f"{t.reference_gpu_busy or 0:.0%} of a reference call"
         )
     if r.correctness:
         c = r.correctness

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cudal1.cli.common import resolve_device
+from cudal1.cli.common import no_sandbox_option, resolve_device
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.service import BACKENDS, make_evaluator
 from cudal1.exemplars import SAMPLERS, ExemplarDB
@@ -53,6 +53,7 @@ def optimize_command(
     ),
     seed: int = typer.Option(0, help="Seed of the exemplar sampler."),
     suite: str = typer.Option(BUNDLED, help="Suite in which TASK is looked up by id."),
+    no_sandbox: bool = no_sandbox_option(),
 ) -> None:
     """Optimize TASK: show the model earlier candidates with their speedups, evaluate what it
     writes, keep every result in the database, and write the best ModelNew to OUT/best.py."""
@@ -63,7 +64,7 @@ def optimize_command(
     extra = {"max_new_tokens": max_new_tokens} if llm.startswith("local") else {}
     the_policy = make_policy(llm, model, **extra)
     reviewer = Reviewer(make_policy(review_llm, model)) if review_llm else None
-    eval_config = EvalConfig(device=dev, policy=policy, tolerance=tolerance)  # type: ignore[arg-type]
+    eval_config = EvalConfig(device=dev, policy=policy, tolerance=tolerance, sandbox=not no_sandbox)  # type: ignore[arg-type]
     config = OptimizeConfig(
         rounds=rounds,
         samples=samples,

@@ -7,7 +7,7 @@ import time
 import typer
 from rich.console import Console
 
-from cudal1.cli.common import resolve_device
+from cudal1.cli.common import no_sandbox_option, resolve_device
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 
@@ -23,6 +23,7 @@ def serve_command(
     jobs: int = typer.Option(2, help="Evaluations in flight per actor."),
     policy: str = typer.Option("any", help="Evaluator policy: any or kernel."),
     tolerance: str = typer.Option("calibrated", help="calibrated or kernelbench."),
+    no_sandbox: bool = no_sandbox_option(),
 ) -> None:
     """Start named, detached evaluation actors (`--backend ray` finds them by name)."""
     try:
@@ -31,7 +32,9 @@ def serve_command(
         from cudal1.evaluate.ray_backend import NAMESPACE, actor_names, start_actors
     except ImportError:
         raise Cudal1Error("cudal1 serve needs Ray: pip install 'cudal1[dist]'") from None
-    config = EvalConfig(device=resolve_device(device), policy=policy, tolerance=tolerance)  # type: ignore[arg-type]
+    config = EvalConfig(
+        device=resolve_device(device), policy=policy, tolerance=tolerance, sandbox=not no_sandbox
+    )  # type: ignore[arg-type]
     ray.init(address=address, namespace=NAMESPACE, include_dashboard=False)
     handles = start_actors(config, count=actors, jobs=jobs, detached=True)
     where = ray.get([h.ping.remote() for h in handles])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -107,10 +108,34 @@ class _OpLog(TorchDispatchMode):
 
 
 class CandidateRunner:
-    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def _enter(self, msg: dict[str, Any]) -> None:
+        """Work in the evaluation's directory, build in the candidate's own."""
         self.device = msg["device"]
         os.chdir(msg["workdir"])
-        os.environ.update(msg["env"])  # this candidate's own build directories
+        os.environ.update(msg["env"])  # this candidate's own build and temporary directories
+        tempfile.tempdir = None  # taken from TMPDIR again
+
+    def build(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Builder (no GPU): import the candidate and construct ModelNew on the CPU, so that
+        what it compiles at import or construction is built before the candidate process
+        loads it on the GPU. Only a failed build is a verdict; anything else that fails here
+        (code that needs the GPU) is left to the candidate process."""
+        self._enter(msg)
+        task_module = harness.load_task(msg["task"], msg["sizes"])
+        t0 = time.perf_counter()
+        try:
+            module = harness.import_candidate(Path(msg["candidate_path"]))
+            model_cls = getattr(module, "ModelNew", None)
+            if isinstance(model_cls, type):
+                torch.manual_seed(msg["init_seed"])
+                model_cls(*task_module.init_inputs())
+        except BaseException as e:
+            if harness.is_build_error(e):
+                return {"build_failed": True, **_failure("compile_error", "the build failed", e)}
+        return {"status": "ok", "compile_s": time.perf_counter() - t0}
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._enter(msg)
         harness.set_numerics(self.device, msg["tolerance"])
         if self.device == "cuda":
             torch.cuda.init()
@@ -152,9 +177,8 @@ class CandidateRunner:
         return {"status": "ok", "compile_s": compile_s, "init_s": time.perf_counter() - t0}
 
     def first_call(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One call outside the device lock: what a candidate builds on its first call (an
-        extension compiled in forward, torch.compile, autotuning) would otherwise hold the
-        lock, and every other evaluation with it, for as long as the compiler runs."""
+        """One call before the checked ones: what a candidate builds or tunes on its first
+        call (an extension compiled in forward, torch.compile, autotuning) is done here."""
         t0 = time.perf_counter()
         try:
             with torch.no_grad():
@@ -227,9 +251,7 @@ class CandidateRunner:
         """Paired timing: reference and candidate alternate in random order, each call on fresh
         inputs copied into fixed buffers after an L2 flush. Whether a candidate call's output
         goes to the judge is drawn only after the call has returned (selection sampling: exactly
-        `check` of them), so no call can know in advance that it will be checked. Without
-        reference seeds the candidate runs alone, back to back, as the judge times the clean
-        reference."""
+        `check` of them), so no call can know in advance that it will be checked."""
         rng = random.Random(int.from_bytes(os.urandom(8), "little"))
         flush = l2_flusher(self.device)
         cand_seeds, ref_seeds = msg["candidate_seeds"], msg["reference_seeds"]
@@ -242,13 +264,9 @@ class CandidateRunner:
             with torch.no_grad():
                 for _ in range(msg["warmup"]):
                     time_call(self.device, self.model, cand_buf)
-                    if ref_seeds:
-                        time_call(self.device, self.reference, ref_buf)
+                    time_call(self.device, self.reference, ref_buf)
                 for i in range(pairs):
-                    if not ref_seeds:
-                        whos: tuple[str, ...] = ("cand",)
-                    else:
-                        whos = ("cand", "ref") if rng.random() < 0.5 else ("ref", "cand")
+                    whos = ("cand", "ref") if rng.random() < 0.5 else ("ref", "cand")
                     order.append("".join(who[0] for who in whos))
                     for who in whos:
                         model, buf, seed = (
@@ -286,7 +304,8 @@ class CandidateRunner:
         }
 
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Which kernels one call ran (all streams), and which PyTorch ops `forward` executed."""
+        """Which kernels one call ran (all streams), which PyTorch ops `forward` executed, and
+        the reference's kernels for one call (how busy it keeps the GPU)."""
         inputs = generate_inputs(self.task_module, msg["seed"], self.device)
         log = _OpLog()
         try:
@@ -294,14 +313,17 @@ class CandidateRunner:
                 self.model(*inputs)
             synchronize(self.device)
             kernels: list[dict[str, Any]] = []
+            reference_kernels: list[dict[str, Any]] = []
             if self.device == "cuda":
                 kernels = _profile_kernels(self.model, inputs)
+                reference_kernels = _profile_kernels(self.reference, inputs)
         except BaseException as e:
             return _failure("runtime_error", "forward raised while profiling", e)
         return {
             "status": "ok",
             "aten_ops": sorted(op for op in log.ops if not _is_layout(op)),
             "kernels": kernels,
+            "reference_kernels": reference_kernels,
             **self._activity(),
         }
 
@@ -415,15 +437,16 @@ def main() -> None:
     serve(
         {
             "hello": lambda msg: harness.warm_device(msg.get("device")),
-            "load": runner.load,
-            "first_call": runner.first_call,
-            "correctness": runner.correctness,
+            "build": runner.build,
+            "load": harness.releasing(runner.load),
+            "first_call": harness.releasing(runner.first_call),
+            "correctness": harness.releasing(runner.correctness),
             "time": runner.time,
-            "profile": runner.profile,
+            "profile": harness.releasing(runner.profile),
         },
         result_channel(),
         integrity=TRUSTED.check,
-        warm=lambda: harness.warm_device("cuda"),
+        preload=harness.preload,
     )
 
 

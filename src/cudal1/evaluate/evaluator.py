@@ -2,36 +2,49 @@
 
 Read top to bottom, this is the whole evaluation of one candidate:
 
-1. Static analysis of the text (no execution). Syntax errors and a missing `ModelNew` end here;
-   so do flags no honest candidate needs (frame/gc introspection, patching torch, ctypes, ...).
-2. Two fresh processes start: the *judge* (trusted: loads only the task file, computes inputs
-   from secret seeds, fp32 outputs and fp64 ground truth, the calibrated tolerance, and times the
-   reference alone) and the *candidate process* (untrusted: compiles the candidate and calls it
-   once outside the device lock, so that what it builds on its first call is built before it
-   queues for the device).
-3. Correctness: the candidate process draws each trial's inputs from its seed, calls `ModelNew`
+1. Static analysis of the code (no execution; comments, docstrings and prose never count).
+   Syntax errors and a missing `ModelNew` end here; so does what no honest candidate does
+   (frame/gc introspection, patching torch, ctypes, ...). Everything else it sees is a flag.
+2. Processes: the *judge* (trusted: loads only the task file, computes inputs from secret seeds,
+   fp32 outputs and fp64 ground truth, the calibrated tolerance, and times the reference alone),
+   the *candidate process* (untrusted, fresh per candidate) and, on a GPU machine, a *builder*
+   (untrusted, no GPU). Candidate processes run in the OS sandbox (`sandbox.py`): read-only file
+   system but for the exchange directory and the candidate's own build directory, no network, a
+   pid namespace of their own.
+3. The builder imports the candidate and constructs `ModelNew` on the CPU: whatever it compiles
+   at import or construction (`load_inline`) is built there, with every core the compile limit
+   allows and away from the GPU. A build that fails there is the verdict.
+4. On the device, under the device lock: shared for work that is not timed (warm-up, the judge's
+   expected outputs, loading the candidate from its built cache and a first call, correctness),
+   exclusive for timed phases, so a timed phase has the GPU to itself.
+5. Correctness: the candidate process draws each trial's inputs from its seed, calls `ModelNew`
    and writes the output as it was at return; the judge compares. Trials: fresh inputs, the same
-   buffers refilled with new values, and a repeat. Facts about each call (plain tensors, full
-   storage, aliasing, mutation of inputs and parameters, output changed after return, threads
-   started, global flags changed) come back with it.
-4. Timing: reference and candidate paired in random order, fresh inputs every call, L2 flushed,
-   CUDA events; a few timed outputs, chosen at random, go to the judge; the bucket rule gives the
-   speedup and re-measures when buckets disagree; host time over a batch and a profiler trace
-   check that no work escaped the events; the reference beside the candidate is compared with the
-   clean one, timed by the judge straight after the pairs; when it drifted, the candidate is timed
-   alone as well, so that the clean reference is set against a candidate timed the same way.
-5. Verdict, here in the parent, which never ran candidate code: status, reasons, flags.
+   buffers refilled with new values, a repeat, and a stress trial. Facts about each call (plain
+   tensors, full storage, aliasing, mutation of inputs and parameters, output changed after
+   return, threads started, global settings changed) come back with it.
+6. Timing (exclusive): reference and candidate paired in random order, fresh inputs every call,
+   L2 flushed, CUDA events; the reference alone in the judge straight after (a candidate that
+   slows the reference beside it is refused); a profiler trace of one call of each (kernels on
+   every stream; GPU-busy fraction, `host_bound` below half). Other processes on the GPU
+   (NVML) or a busy host (run-queue delay) during a timed phase mean it is measured again;
+   when that keeps happening the result carries `gpu_shared`/`host_shared` and no speedup,
+   never a refusal. The bucket rule gives the speedup and re-measures when buckets disagree; a
+   few timed outputs, chosen at random, go to the judge; host time over a batch and the profiler
+   trace check that no work escaped the events.
+7. Verdict, here in the parent, which never ran candidate code: status, reasons, flags.
 """
 
 from __future__ import annotations
 
 import contextlib
 import platform
+import random
 import secrets
 import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,9 +52,16 @@ from typing import Any, Protocol
 import torch
 
 from cudal1.errors import Cudal1Error
-from cudal1.evaluate import harness
+from cudal1.evaluate import harness, interference, sandbox
 from cudal1.evaluate.config import EvalConfig
-from cudal1.evaluate.protocol import ProtocolError, Worker, WorkerGone, WorkerTimeout, spawn
+from cudal1.evaluate.protocol import (
+    ProtocolError,
+    SandboxSpec,
+    Worker,
+    WorkerGone,
+    WorkerTimeout,
+    spawn,
+)
 from cudal1.evaluate.result import (
     Correctness,
     EvalResult,
@@ -56,8 +76,6 @@ from cudal1.tasks import Task, source_hash
 
 OVERHEAD_MS = {"cuda": 0.3, "cpu": 3.0}
 """Harness time per timed call beyond the call itself (input refill, flush, checks)."""
-BASELINE_DRIFT = {"cuda": 0.10, "cpu": 0.25}
-"""How much slower the reference may run beside the candidate before the clean one is used."""
 STRESS_SCALE = 32.0
 """The stress trial multiplies floating inputs by this: same task, a wider range of values."""
 
@@ -82,6 +100,7 @@ class _Run:
     workdir: Path
     judge: Worker | None = None
     worker: Worker | None = None
+    builder: Worker | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     rejections: list[str] = field(default_factory=list)
     build_env: dict[str, str] = field(default_factory=dict)
@@ -90,16 +109,16 @@ class _Run:
     gpu: str | None = None
 
     def pin_measuring(self, measuring: bool) -> None:
-        """While this evaluation holds the device lock its processes' main threads (which launch
-        and time) run on the kept cores; afterwards every thread returns to the shared ones."""
+        """While this evaluation times, its processes' main threads (which launch and time) run
+        on the kept cores; afterwards every thread returns to the shared ones."""
         if self.cpus is None:
             return
         for w in (self.judge, self.worker):
             if w is not None:
                 if measuring:
-                    harness.pin(w.proc.pid, self.cpus.measuring)
+                    harness.pin(w.pid, self.cpus.measuring)
                 else:
-                    harness.pin(w.proc.pid, self.cpus.shared, all_threads=True)
+                    harness.pin(w.pid, self.cpus.shared, all_threads=True)
 
     def phase(self, name: str, t0: float) -> None:
         self.result.phase_seconds[name] = round(time.perf_counter() - t0, 4)
@@ -111,27 +130,54 @@ class _Run:
 
 
 class FreshWorkers:
-    """Start a judge and a candidate process for each evaluation (the default)."""
+    """Start the processes of each evaluation afresh (the default)."""
 
-    def __init__(self, device: str, cpus: harness.CpuPartition | None = None) -> None:
+    def __init__(
+        self, device: str, cpus: harness.CpuPartition | None = None, sandboxed: bool = True
+    ) -> None:
+        self.device = device
         self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {}
         self.cpus = cpus
         self.gpu = None  # whatever this process sees
+        self.sandboxed = sandboxed
 
     def take(self, role: str, workdir: Path) -> Worker:
-        return spawn(role, workdir, self.env, self.cpus and self.cpus.shared)
+        return start_worker(role, self.device, workdir, self.env, self.cpus, self.sandboxed)
 
     @contextlib.contextmanager
-    def compile_slot(self):
+    def compile_slot(self) -> Iterator[None]:
         yield
 
 
+def start_worker(
+    role: str,
+    device: str,
+    log_dir: Path,
+    env: dict[str, str],
+    cpus: harness.CpuPartition | None,
+    sandboxed: bool,
+) -> Worker:
+    """A judge (trusted, never sandboxed), a candidate worker (sandboxed, with the GPU) or a
+    builder (the candidate worker's program, sandboxed, with no GPU: it only compiles)."""
+    shared = cpus and cpus.shared
+    if role == "judge":
+        return spawn("judge", log_dir, env, shared)
+    if role == "builder":
+        env = {**env, "CUDA_VISIBLE_DEVICES": ""}
+        spec = SandboxSpec(gpu=False) if sandboxed else None
+        worker = spawn("candidate_worker", log_dir, env, shared, spec)
+        worker.role = "builder"
+        return worker
+    spec = SandboxSpec(gpu=device == "cuda") if sandboxed else None
+    return spawn("candidate_worker", log_dir, env, shared, spec)
+
+
 class WorkerSource(Protocol):
-    """Where the two processes of an evaluation come from (fresh, or a pre-started pool)."""
+    """Where the processes of an evaluation come from (fresh, or a pre-started pool)."""
 
     cpus: harness.CpuPartition | None
-    """Its workers start on `shared`; the evaluation moves them to `measuring` while it holds
-    the device lock."""
+    """Its workers start on `shared`; the evaluation moves them to `measuring` while it
+    times."""
     gpu: str | None
     """The one CUDA device its workers see (CUDA_VISIBLE_DEVICES' name for it), whose lock the
     evaluation takes; None: the first this process sees."""
@@ -149,12 +195,17 @@ def evaluate(
     workers: WorkerSource | None = None,
 ) -> EvalResult:
     """Evaluate one candidate against one task. Raises `Cudal1Error` only when no evaluation
-    could be carried out (no GPU for `device="cuda"`, a reference that fails on its own).
-    `workers` supplies the processes (default: fresh ones; `WorkerPool`: pre-started)."""
+    could be carried out (no GPU for `device="cuda"`, a reference that fails on its own, a
+    machine that cannot sandbox). `workers` supplies the processes (default: fresh ones;
+    `WorkerPool`: pre-started)."""
     config = config or EvalConfig()
-    workers = workers or FreshWorkers(config.device, harness.cpu_partition(config.measure_cpus))
+    workers = workers or FreshWorkers(
+        config.device, harness.cpu_partition(config.measure_cpus), config.sandbox
+    )
     if config.device == "cuda" and not torch.cuda.is_available():
         raise Cudal1Error("device cuda requested but no CUDA device is visible: use --device cpu")
+    if config.sandbox:
+        require_sandbox()
     t_total = time.perf_counter()
     result = EvalResult(
         status="runtime_error",
@@ -168,6 +219,8 @@ def evaluate(
     )
     static = analyze(candidate_source)
     result.flags = list(static.flags)
+    if not config.sandbox:
+        result.flags.append("no_sandbox:candidate processes ran without the OS sandbox")
     try:
         _static_gate(static, config)
     except _Verdict as v:
@@ -188,16 +241,20 @@ def evaluate(
     if workers.gpu is not None:
         result.env["visible_gpu"] = workers.gpu
     build_dir = config.build_root / result.candidate_hash
-    run.build_env = {
-        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
-        "TRITON_CACHE_DIR": str(build_dir / "triton"),
-    }
+    run.build_env = _build_env(config, workdir, build_dir)
     try:
         (workdir / "candidate.py").write_text(candidate_source)
+        (workdir / "tmp").mkdir()
         run.judge = workers.take("judge", workdir)
         run.worker = workers.take("candidate_worker", workdir)
+        if config.device == "cuda" and "TORCH_CUDA_ARCH_LIST" in run.build_env:
+            run.builder = workers.take("builder", workdir)
         with harness.build_lock(build_dir):
             try:
+                for w in (run.worker, run.builder):
+                    if w is not None:
+                        w.grant(workdir)
+                        w.grant(build_dir)
                 _evaluate(run)
                 result.status = "rejected" if run.rejections else "ok"  # type: ignore[assignment]
                 result.reasons = sorted(set(run.rejections))
@@ -214,17 +271,19 @@ def evaluate(
             except ProtocolError as e:  # only deliberate writes reach the result channel
                 result.status, result.reasons = "rejected", [f"result channel: {e}"]
             finally:
-                run.worker.kill()  # no candidate process outlives the build lock
+                for w in (run.builder, run.worker):
+                    if w is not None:
+                        w.kill()  # no candidate process outlives the build lock
                 failed_build = result.status in ("compile_error", "timeout")
                 if failed_build and "load" not in result.phase_seconds:
                     shutil.rmtree(build_dir, ignore_errors=True)  # never leave a half-built one
     finally:
-        for w in (run.worker, run.judge):
+        for w in (run.builder, run.worker, run.judge):
             if w is not None:
                 w.kill()
         if run.worker is not None:
             result.log_tail = run.worker.log_tail()
-        for w in (run.worker, run.judge):
+        for w in (run.builder, run.worker, run.judge):
             if w is not None:
                 w.discard_log()
         if not config.keep_exchange:
@@ -232,6 +291,39 @@ def evaluate(
     result.flags = sorted(set(result.flags))
     result.phase_seconds["total"] = round(time.perf_counter() - t_total, 4)
     return result
+
+
+def require_sandbox() -> None:
+    """One line and a stop when the kernel refuses the sandbox's mechanisms."""
+    try:
+        sandbox.check_available()
+    except sandbox.SandboxError as e:
+        raise Cudal1Error(
+            f"cannot sandbox candidate processes on this machine ({e}): allow unprivileged "
+            "user namespaces, or pass --no-sandbox to run candidates unconfined (every result "
+            "is then flagged no_sandbox)"
+        ) from None
+
+
+def _build_env(config: EvalConfig, workdir: Path, build_dir: Path) -> dict[str, str]:
+    """Where the candidate's processes build and keep temporary files: its own build
+    directory (kept per source hash, the one place builds persist) and the exchange
+    directory, the only places the sandbox lets them write."""
+    env = {
+        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(build_dir / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(build_dir / "inductor"),
+        "CUDA_CACHE_PATH": str(build_dir / "nv_compute_cache"),
+        # torch.compile's parallel compile workers would be child processes left running
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        "TMPDIR": str(workdir / "tmp"),
+        "XDG_CACHE_HOME": str(workdir / "tmp"),
+    }
+    if config.device == "cuda":
+        arch = harness.cuda_arch_list()
+        if arch:  # the builder sees no GPU: it compiles for the GPUs this machine has
+            env["TORCH_CUDA_ARCH_LIST"] = arch
+    return env
 
 
 def _static_gate(static: StaticReport, config: EvalConfig) -> None:
@@ -268,32 +360,50 @@ def _evaluate(run: _Run) -> None:
         "init_seed": draw(),
         "workdir": str(run.workdir),
     }
-
-    # Both processes have started (imported torch) before the device lock is taken: waiting for
-    # the lock, or for start-up, never counts against a candidate's time limits.
     res.phase_seconds["device"] = res.phase_seconds["device_wait"] = 0.0
 
     @contextlib.contextmanager
-    def device(step: str) -> Any:
-        """The device lock; `device` sums the time held (GPU-seconds), `device.STEP` splits it
-        by step, `device_wait` is the queue."""
+    def device(step: str, timing: bool = False) -> Any:
+        """The device lock (exclusive for timed steps); `device` sums the time held
+        (GPU-seconds), `device.STEP` splits it by step, `device_wait` is the queue."""
         asked = time.perf_counter()
-        with harness.device_lock(cfg.lock_path(run.gpu)):
+        with harness.device_lock(cfg.lock_path(run.gpu), timing=timing):
             held = time.perf_counter()
             res.phase_seconds["device_wait"] += round(held - asked, 4)
-            run.pin_measuring(True)
+            if timing:
+                run.pin_measuring(True)
             try:
                 yield
             finally:
-                run.pin_measuring(False)
+                if timing:
+                    run.pin_measuring(False)
                 spent = round(time.perf_counter() - held, 4)
                 res.phase_seconds["device"] += spent
                 key = f"device.{step}"
                 res.phase_seconds[key] = round(res.phase_seconds.get(key, 0.0) + spent, 4)
 
-    def time_candidate(seeds: list[int], reference_seeds: list[int], stem: str) -> dict[str, Any]:
-        """The candidate paired with the reference, or alone without reference seeds; the
-        caller holds the device lock."""
+    def timed(step: str, measure: Callable[[], Any]) -> tuple[Any, list[str]]:
+        """`measure()` in an exclusive hold, again (up to `interference_retries` times, after
+        a pause without the lock) while other work disturbs it; the notes of the last try."""
+        assert run.judge is not None and run.worker is not None
+        for attempt in range(cfg.interference_retries + 1):
+            if attempt:
+                time.sleep(random.uniform(0.5, 1.5) * attempt)
+            with device(step, timing=True):
+                watch = interference.Watch(
+                    frozenset({run.judge.pid, run.worker.pid}),
+                    run.meta.get("env", {}).get("gpu_uuid"),
+                    cfg.host_wait_limit,
+                )
+                answer = measure()
+                notes = watch.finish()
+            if not notes:
+                return answer, []
+            res.phase_seconds["interfered"] = res.phase_seconds.get("interfered", 0) + 1
+        return answer, notes
+
+    def time_candidate(seeds: list[int], reference_seeds: list[int]) -> dict[str, Any]:
+        """The candidate paired with the reference; the caller holds the device lock."""
         assert run.worker is not None
         return run.worker.request(
             {
@@ -304,14 +414,13 @@ def _evaluate(run: _Run) -> None:
                 "warmup": 3,
                 "check": cfg.timed_samples_checked,
                 "out_dir": str(run.workdir),
-                "stem": stem,
+                "stem": "timed_",
             },
             cfg.run_timeout_s,
         )
 
     def time_clean(calls: int) -> list[float]:
-        """The reference alone, in the judge (which never saw candidate code); the caller holds
-        the device lock."""
+        """The reference alone, in the judge (which never saw candidate code)."""
         assert run.judge is not None
         answer = run.judge.request(
             {"cmd": "time_reference", "seeds": [draw() for _ in range(calls)], "warmup": 3},
@@ -319,22 +428,42 @@ def _evaluate(run: _Run) -> None:
         )
         return _judge_answer(answer, "time_reference")["ms"]
 
-    run.judge.send({"cmd": "hello", "device": cfg.device})
-    run.worker.send({"cmd": "hello", "device": cfg.device})
-    run.judge.recv(cfg.run_timeout_s)
-    run.worker.recv(cfg.run_timeout_s)
-
-    # 2. the judge prepares expected outputs, then the candidate compiles and loads -----------
+    # 3. the builder compiles, with no GPU -----------------------------------------------------
     t0 = time.perf_counter()
-    trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
-    trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
+    if run.builder is not None:
+        build = {
+            "cmd": "build",
+            **common,
+            "candidate_path": str(run.workdir / "candidate.py"),
+            "env": run.build_env,
+        }
+        built: dict[str, Any] = {}
+        with run.compile_slot(), contextlib.suppress(WorkerGone):  # a crash there is no verdict
+            built = run.builder.request(build, cfg.compile_timeout_s)
+        run.builder.kill()
+        if built.get("build_failed"):
+            raise _Verdict("compile_error", str(built.get("error", "the build failed")))
+        res.phase_seconds["compile"] = round(built.get("compile_s", 0.0), 4)
+    run.phase("build", t0)
+
+    # 4. warm-up and the judge's expected outputs (shared) -------------------------------------
+    t0 = time.perf_counter()
     with device("prepare"):
+        for w in (run.judge, run.worker):
+            if not w.warmed:
+                w.send({"cmd": "hello", "device": cfg.device})
+        for w in (run.judge, run.worker):
+            if not w.warmed:
+                w.recv(cfg.run_timeout_s)
+                w.warmed = True
+        trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
+        trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
         meta = _judge_answer(
             run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
             "prepare",
             run.task,
         )
-        # a first look at the reference's time, to size the timing loop
+        # a first look at the reference's time, to size the timing loop (not a measurement)
         first = time_clean(_pairs(cfg, None))
     run.meta = meta
     res.env.update(meta.get("env", {}))
@@ -344,27 +473,33 @@ def _evaluate(run: _Run) -> None:
     output_bytes = [
         int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]
     ]
+
+    # the candidate loads (from the builder's cache on a GPU machine) and runs once ------------
     t0 = time.perf_counter()
-    with run.compile_slot():
-        run.worker.send(
-            {
-                "cmd": "load",
-                **common,
-                "candidate_path": str(run.workdir / "candidate.py"),
-                "output_bytes": output_bytes,
-                "env": run.build_env,
-            }
-        )
-        loaded = run.worker.recv(cfg.compile_timeout_s)
+    load = {
+        "cmd": "load",
+        **common,
+        "candidate_path": str(run.workdir / "candidate.py"),
+        "output_bytes": output_bytes,
+        "env": run.build_env,
+    }
+    # On the CPU the candidate process compiles itself, outside the lock (the host is the
+    # device there, and compilers must not hold it); a GPU candidate's build is already done.
+    on_device = device("load") if cfg.device == "cuda" else contextlib.nullcontext()
+    with run.compile_slot(), on_device:
+        loaded = run.worker.request(load, cfg.compile_timeout_s)
         _check_answer(run, loaded, "load")
+    with device("load"):
         # a build inside forward is compile work too, but a hanging forward is not a build
         called = run.worker.request({"cmd": "first_call", "seed": draw()}, cfg.run_timeout_s)
         _check_answer(run, called, "first_call")
-    res.phase_seconds["compile"] = round(loaded.get("compile_s", 0.0), 4)
+    res.phase_seconds["compile"] = round(
+        res.phase_seconds.get("compile", 0.0) + loaded.get("compile_s", 0.0), 4
+    )
     res.phase_seconds["first_call"] = round(called.get("first_call_s", 0.0), 4)
     run.phase("load", t0)
 
-    # 3. correctness ----------------------------------------------------------------------------
+    # 5. correctness (shared) ------------------------------------------------------------------
     t0 = time.perf_counter()
     plan = [
         {"seed": s, "scale": 1.0, "reuse_buffers": False, "label": "fresh inputs"}
@@ -404,32 +539,27 @@ def _evaluate(run: _Run) -> None:
     if run.rejections:  # refused already: timing it would only spend device time
         return
 
-    # 4. timing ---------------------------------------------------------------------------------
+    # 6. timing (exclusive) --------------------------------------------------------------------
     t0 = time.perf_counter()
     pairs = _pairs(cfg, statistics.median(first))
     timing: Timing | None = None
     remeasured = 0
     while True:
         candidate_seeds = [draw() for _ in range(pairs)]
-        alone_seeds: list[int] = []
-        alone: dict[str, Any] | None = None
-        with device("timing"):
-            timed = time_candidate(candidate_seeds, [draw() for _ in range(pairs)], "timed_")
+
+        def measure(seeds: list[int] = candidate_seeds) -> tuple[dict[str, Any], list[float]]:
             # The clean baseline straight after the pairs, in the same hold of the lock: the
-            # machine (clocks, load on the host) as it was for them, so that only the
-            # candidate's process can make the reference beside it slower (HACKS.md #10).
-            clean = time_clean(pairs)
-            _check_answer(run, timed, "time")
-            if _drifted(cfg, timed["reference_ms"], clean):
-                # The clean reference ran back to back; so must the candidate it is set
-                # against, or calls that launch overhead dominates compare warm with cold.
-                alone_seeds = [draw() for _ in range(pairs)]
-                alone = time_candidate(alone_seeds, [], "alone_")
-                _check_answer(run, alone, "time")
-        buckets = bucket_speedups(timed["reference_ms"], timed["candidate_ms"], cfg.buckets)
+            # machine as it was for them, so that only the candidate's process can make the
+            # reference beside it slower (HACKS.md #10).
+            paired = time_candidate(seeds, [draw() for _ in range(pairs)])
+            return paired, time_clean(pairs)
+
+        (paired, clean), disturbed = timed("timing", measure)
+        _check_answer(run, paired, "time")
+        buckets = bucket_speedups(paired["reference_ms"], paired["candidate_ms"], cfg.buckets)
         timing = Timing(
-            candidate=_stats(timed["candidate_ms"]),
-            reference=_stats(timed["reference_ms"]),
+            candidate=_stats(paired["candidate_ms"]),
+            reference=_stats(paired["reference_ms"]),
             reference_clean=_stats(clean),
             speedup=statistics.median(buckets),
             speedup_low=min(buckets),
@@ -437,43 +567,49 @@ def _evaluate(run: _Run) -> None:
             bucket_speedups=[round(b, 4) for b in buckets],
             bucket_spread=spread(buckets),
             remeasured=remeasured,
-            host_ms_per_call=timed["host_ms_per_call"],
-            candidate_alone=_stats(alone["candidate_ms"]) if alone else None,
+            host_ms_per_call=paired["host_ms_per_call"],
         )
+        if disturbed:
+            break
         if timing.bucket_spread <= cfg.max_bucket_spread or remeasured >= cfg.remeasure_limit:
             break
         remeasured += 1
-    if timing.bucket_spread > cfg.max_bucket_spread:
+    for note in disturbed:  # kept for the record; the checks that compare times are skipped
+        run.flag(note, reject=False)
+    if timing.bucket_spread > cfg.max_bucket_spread and not disturbed:
         run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
+    _timing_facts(run, paired["escaped_calls"], timing, compare_times=not disturbed)
+
+    # provenance: kernels on every stream, and the PyTorch ops forward ran (exclusive: kernel
+    # durations are compared with event times) ---------------------------------------------
+    t1 = time.perf_counter()
+    prof, profile_disturbed = timed(
+        "profile", lambda: run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
+    )
+    _check_answer(run, prof, "profile")
+    run.phase("profile", t1)
+
     # The parent names each checked call's seed and file: the candidate process only says which
     # calls it saved, never what they answer.
-    items = _sampled_items(run, timed, candidate_seeds, "timed_")
-    if alone is not None:
-        items += _sampled_items(run, alone, alone_seeds, "alone_")
+    items = _sampled_items(run, paired, candidate_seeds, "timed_")
     with device("check_timed"):
         sampled = _judge_answer(
             run.judge.request({"cmd": "judge", "items": items}, cfg.run_timeout_s), "judge"
         )["verdicts"]
+    run.worker.finish()
     assert res.correctness is not None
     res.correctness.timed_outputs_checked = len(sampled)
     bad = [v["reason"] for v in sampled if not v["ok"]]
     if bad:
         raise _Verdict("rejected", f"a timed call returned a wrong output ({bad[0]})")
-    _timing_facts(run, timed["escaped_calls"] + (alone["escaped_calls"] if alone else 0), timing)
     run.phase("timing", t0)
-
-    # provenance: kernels on every stream, and the PyTorch ops forward ran --------------------
-    t0 = time.perf_counter()
-    with device("profile"):
-        prof = run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
-    _check_answer(run, prof, "profile")
-    run.worker.finish()
-    run.phase("profile", t0)
-    _provenance(run, prof, timing)
+    _provenance(run, prof, timing, compare_times=not (disturbed or profile_disturbed))
     res.timing = timing
+    if disturbed:  # correct, but not measured: no speedup, and so no reward
+        return
     res.speedup = round(timing.speedup, 4)
     res.candidate_ms = timing.candidate.median_ms
-    res.reference_ms = timing.reference_clean.median_ms
+    res.reference_ms = timing.reference_clean.median_ms if timing.reference_clean else None
 
 
 def _judge_answer(answer: dict[str, Any], step: str, task: Task | None = None) -> dict[str, Any]:
@@ -494,8 +630,8 @@ def _check_answer(run: _Run, answer: dict[str, Any], step: str) -> None:
         run.flag(
             f"background_thread:{answer['new_python_threads']} thread(s) left running", reject=True
         )
-    for change in answer.get("numerics_changed", []):
-        run.flag(f"global_flags:{change}", reject=True)
+    for key, before, after in answer.get("numerics_changed", []):
+        _setting_changed(run, key, before, after)
     if "error" in answer and "status" not in answer:  # the harness itself raised
         raise _Verdict("runtime_error", f"{step}: {answer['error']}")
     status = answer.get("status")
@@ -504,6 +640,47 @@ def _check_answer(run: _Run, answer: dict[str, Any], step: str) -> None:
             status if status in ("compile_error", "runtime_error") else "runtime_error",
             str(answer.get("error", f"{step} failed")),
         )
+
+
+REFUSED_SETTINGS = {
+    "cuda.persisting_l2_bytes": (
+        "l2_persistence",
+        "set aside L2 as persisting, where the harness's flush cannot evict it",
+    ),
+    "default_dtype": ("global_flags", "changed the dtype the task's inputs are made in"),
+    "num_threads": (
+        "thread_count",
+        "changed torch's thread count (each timed process runs on one thread and its kept cores)",
+    ),
+}
+"""Process-wide settings whose change cannot be honest or cannot be measured fairly."""
+PRECISION_SETTINGS = frozenset(
+    {
+        "matmul.allow_tf32",
+        "cudnn.allow_tf32",
+        "float32_matmul_precision",
+        "matmul.fp16_reduced",
+        "matmul.bf16_reduced",
+    }
+)
+
+
+def _setting_changed(run: _Run, key: str, before: Any, after: Any) -> None:
+    """A process-wide setting the candidate left changed. What a user could set in their own
+    program (cudnn.benchmark, SDPA backends, deterministic algorithms) is a measured
+    condition: the reference timed beside the candidate runs under it too, so it earns the
+    candidate nothing, and one that slows the reference is refused by the clean-reference
+    check. Precision settings are judged by the tolerance and refused under policy `kernel`."""
+    change = f"{key} {before!r} -> {after!r}"
+    if key in REFUSED_SETTINGS:
+        flag, what = REFUSED_SETTINGS[key]
+        run.flag(f"{flag}:{what} ({change})", reject=True)
+    elif key in PRECISION_SETTINGS:
+        run.flag(f"precision:{change}", reject=run.config.policy == "kernel")
+    elif key.startswith("env."):
+        run.flag(f"env_write:{change}", reject=False)
+    else:
+        run.flag(f"global_flags:{change} (the reference beside it runs under it too)", False)
 
 
 def _correctness(
@@ -571,13 +748,18 @@ def _correctness(
         )
 
 
-def _timing_facts(run: _Run, escaped_calls: int, timing: Timing) -> None:
+def _timing_facts(run: _Run, escaped_calls: int, timing: Timing, compare_times: bool) -> None:
+    """Work that escaped the events, and a slowed baseline. Checks that compare one time with
+    another run only on a timing no other work disturbed: interference is never charged to
+    the candidate."""
     cfg = run.config
     if escaped_calls:
         run.flag(
             f"escaped_work:output changed after the end event on {escaped_calls} timed calls",
             reject=True,
         )
+    if not compare_times:
+        return
     cand = timing.candidate.median_ms
     host = timing.host_ms_per_call
     if (
@@ -605,35 +787,15 @@ def _sampled_items(
     return [{"seed": seeds[i], "stem": str(run.workdir / f"{stem}{i}")} for i in saved]
 
 
-def _drifted(cfg: EvalConfig, beside_ms: list[float], clean_ms: list[float]) -> bool:
-    """The reference ran slower beside the candidate than alone, beyond timing noise."""
-    return statistics.median(beside_ms) > (1 + BASELINE_DRIFT[cfg.device]) * statistics.median(
-        clean_ms
-    )
-
-
 def _check_baseline(run: _Run, timing: Timing) -> None:
-    """The reference beside the candidate against the reference alone (HACKS.md #10). When the
-    one beside the candidate ran slower, the speedup is taken as the clean reference over the
-    candidate timed alone, both back to back (a slowed baseline cannot inflate it); when it ran
-    much slower, by a margin that host-bound timing noise does not reach, the candidate is
-    rejected."""
+    """The reference beside the candidate against the reference alone in the judge, timed
+    straight after in the same exclusive hold (HACKS.md #10): slower beyond the intervals of
+    both medians, it was slowed by the candidate's process."""
     cfg, clean = run.config, timing.reference_clean
     if clean is None:
         return
-    drift = timing.reference.median_ms / clean.median_ms
-    if drift <= 1 + BASELINE_DRIFT[cfg.device]:
-        return
-    candidate = timing.candidate_alone or timing.candidate
-    against_clean = clean.median_ms / candidate.median_ms
-    if against_clean < timing.speedup:
-        timing.speedup, timing.speedup_basis = against_clean, "clean reference"
-    run.flag(f"baseline_drift:reference {drift:.2f}x slower beside the candidate", reject=False)
-    assert cfg.slowed_baseline_ratio is not None and cfg.slowed_baseline_slack_ms is not None
-    if (
-        timing.reference.low_ms > cfg.slowed_baseline_ratio * clean.high_ms
-        and timing.reference.median_ms - clean.median_ms > cfg.slowed_baseline_slack_ms
-    ):
+    assert cfg.slowed_baseline_ratio is not None
+    if timing.reference.low_ms > cfg.slowed_baseline_ratio * clean.high_ms:
         run.flag(
             f"slowed_baseline:reference {timing.reference.median_ms:.4f} ms beside the candidate, "
             f"{clean.median_ms:.4f} ms alone",
@@ -641,7 +803,9 @@ def _check_baseline(run: _Run, timing: Timing) -> None:
         )
 
 
-def _provenance(run: _Run, prof: dict[str, Any], timing: Timing) -> None:
+def _provenance(run: _Run, prof: dict[str, Any], timing: Timing, compare_times: bool) -> None:
+    """Which kernels ran, on how many streams, how much of the call kept the GPU busy; a
+    profile disturbed by other work is kept for the record but proves nothing."""
     cfg, static = run.config, run.static
     aten = prof["aten_ops"]
     kernels = prof["kernels"]
@@ -664,10 +828,28 @@ def _provenance(run: _Run, prof: dict[str, Any], timing: Timing) -> None:
     streams = len({k["stream"] for k in kernels})
     run.result.provenance = Provenance(shares[:20], round(own_share, 4), streams, aten)
     timing.profiler_kernel_ms = round(_busy_ms(kernels), 5)
+    timing.candidate_gpu_busy = _fraction(timing.profiler_kernel_ms, timing.candidate.median_ms)
+    reference_busy_ms = _busy_ms(prof.get("reference_kernels", []))
+    timing.reference_gpu_busy = _fraction(reference_busy_ms, timing.reference.median_ms)
+    idle = [
+        f"{who} {busy:.0%}"
+        for who, busy in (
+            ("candidate", timing.candidate_gpu_busy),
+            ("reference", timing.reference_gpu_busy),
+        )
+        if busy is not None and busy < cfg.host_bound_below
+    ]
+    if idle:
+        run.flag(
+            f"host_bound:GPU busy for {', '.join(idle)} of the call: the speedup depends on the "
+            "host CPU",
+            reject=False,
+        )
     if streams > 1:
         run.flag(f"side_stream:kernels on {streams} streams", reject=False)
     if (
-        timing.profiler_kernel_ms
+        compare_times
+        and timing.profiler_kernel_ms
         > cfg.escape_ratio * timing.candidate.median_ms + cfg.escape_slack_ms
     ):
         run.flag(
@@ -679,6 +861,10 @@ def _provenance(run: _Run, prof: dict[str, Any], timing: Timing) -> None:
         run.flag("decoy_kernel:own kernels compiled but none ran", reject=cfg.policy == "kernel")
     if cfg.policy == "kernel" and own_share < cfg.min_own_kernel_share:
         run.flag(f"own_kernels:share {own_share:.2f} < {cfg.min_own_kernel_share}", reject=True)
+
+
+def _fraction(busy_ms: float, call_ms: float) -> float | None:
+    return round(min(1.0, busy_ms / call_ms), 4) if call_ms > 0 and busy_ms > 0 else None
 
 
 def _busy_ms(kernels: list[dict[str, Any]]) -> float:

@@ -9,7 +9,6 @@ Run as `python -m cudal1.evaluate.judge RESULT_FD` by the evaluator.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -122,16 +121,33 @@ class Judge:
                 samples.append(time_call(self.device, fn, buffers).ms)
         return samples
 
-    def baselines(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The reference as eager, torch.compile (default, reduce-overhead) and a CUDA-graph
-        replay of eager, each timed by the same protocol; a kind that fails says why."""
-        out: dict[str, Any] = {}
+    def build_baselines(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Build the reference as eager, torch.compile (default, reduce-overhead) and a
+        CUDA-graph replay of eager, with their warm-up calls (compiling is not timed); a kind
+        that fails says why when it is timed."""
+        self.baseline_fns: dict[str, Any] = {}
         for kind in msg["kinds"]:
             try:
-                buffers = generate_inputs(self.task_module, msg["seeds"][0], self.device)
+                buffers = generate_inputs(self.task_module, msg["seed"], self.device)
                 fn = baseline_callable(kind, self.model, buffers, self.device)
-                out[kind] = {"ms": self._time_fn(fn, msg["seeds"], msg["warmup"], buffers)}
+                with torch.no_grad():
+                    fn(*buffers)
+                self.baseline_fns[kind] = (fn, buffers)
             except Exception as e:  # recorded, never silently dropped
+                self.baseline_fns[kind] = f"{type(e).__name__}: {str(e)[:400]}"
+        return {}
+
+    def baselines(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Time each built baseline by the evaluator's protocol."""
+        out: dict[str, Any] = {}
+        for kind, built in self.baseline_fns.items():
+            if isinstance(built, str):
+                out[kind] = {"error": built}
+                continue
+            fn, buffers = built
+            try:
+                out[kind] = {"ms": self._time_fn(fn, msg["seeds"], msg["warmup"], buffers)}
+            except Exception as e:
                 out[kind] = {"error": f"{type(e).__name__}: {str(e)[:400]}"}
         return {"baselines": out}
 
@@ -223,27 +239,13 @@ def read_outputs(stem: str, expected: list[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
-def releasing(handler: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
-    """The handler, then the judge's cached device blocks handed back: the candidate runs in
-    another process on the same GPU, and the allocator cache of a large task's fp64 reference
-    (129 GiB for L2_34 on the H200) left it out of memory on its first call."""
-
-    def run_and_release(msg: dict[str, Any]) -> Any:
-        try:
-            return handler(msg)
-        finally:
-            if torch.cuda.is_initialized():
-                torch.cuda.empty_cache()
-
-    return run_and_release
-
-
 def main() -> None:
     judge = Judge()
     handlers = {
         "prepare": judge.prepare,
         "time_reference": judge.time_reference,
         "judge": judge.judge,
+        "build_baselines": judge.build_baselines,
         "baselines": judge.baselines,
         "roofline": judge.roofline,
         "ceilings": judge.ceilings,
@@ -252,10 +254,10 @@ def main() -> None:
     serve(
         {
             "hello": lambda msg: harness.warm_device(msg.get("device")),
-            **{name: releasing(handler) for name, handler in handlers.items()},
+            **{name: harness.releasing(handler) for name, handler in handlers.items()},
         },
         result_channel(),
-        warm=lambda: harness.warm_device("cuda"),
+        preload=harness.preload,
     )
 
 

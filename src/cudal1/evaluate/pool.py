@@ -1,17 +1,19 @@
 """The local evaluation service: pre-started worker processes, a compile pool, and an async
 interface that many candidates can be submitted to at once.
 
-- `WorkerPool`: judge and candidate processes started ahead of time (torch imported, CUDA
-  initialised), each used for exactly one evaluation and then killed; a replacement starts the
-  moment one is taken, so a candidate never waits for Python and torch to start.
-- `LocalEvaluator`: runs evaluations in threads (`jobs` at once). Compilation (the candidate's
-  `load` step) is limited to `compile_jobs` at once, sized to the CPU cores; every phase that uses
-  the device takes the device lock, so one GPU never runs two measurements at once while compiles
-  of later candidates proceed. Identical (task, candidate, config) are evaluated once: a repeat,
-  even one submitted while the first is still running, gets that result marked `cached`, unless
-  `fresh=True` (the re-measurement of a suspicious win must be independent).
+- `WorkerPool`: judge, candidate and (on a GPU) builder processes started ahead of time (torch
+  imported; a GPU worker's CUDA context and library handles made under the shared device lock),
+  each used for exactly one evaluation and then killed; a replacement starts the moment one is
+  taken, so a candidate never waits for Python and torch to start.
+- `LocalEvaluator`: runs evaluations in threads (`jobs` at once). Builds (the builder's import
+  of the candidate, with no GPU) are limited to `compile_jobs` at once, sized to the CPU cores;
+  every step that puts work on the device holds the device lock, shared for work that is not
+  timed and exclusive for timed phases, so one GPU never times a candidate beside other work
+  while builds of later candidates proceed. Identical (task, candidate, config) are evaluated
+  once: a repeat, even one submitted while the first is still running, gets that result marked
+  `cached`, unless `fresh=True` (the re-measurement of a suspicious win must be independent).
   With `gpus`, one worker pool per GPU: each evaluation goes to the GPU with the fewest in
-  flight, takes that GPU's lock and measures on that GPU's own kept cores; compiles share one
+  flight, takes that GPU's lock and measures on that GPU's own kept cores; builds share one
   limit, since they share the host's cores.
 """
 
@@ -37,12 +39,10 @@ import torch
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import harness
 from cudal1.evaluate.config import EvalConfig
-from cudal1.evaluate.evaluator import evaluate
-from cudal1.evaluate.protocol import Worker, spawn
+from cudal1.evaluate.evaluator import evaluate, require_sandbox, start_worker
+from cudal1.evaluate.protocol import PRELOAD_ENV, Worker
 from cudal1.evaluate.result import EvalResult
 from cudal1.tasks import Task, source_hash
-
-ROLES = ("judge", "candidate_worker")
 
 
 def visible_gpus(count: int | None = None) -> list[str]:
@@ -68,7 +68,9 @@ def compile_limit(compile_jobs: int | None) -> threading.Semaphore:
 
 class WorkerPool:
     """Pre-started single-use workers for one device (`gpu`: the one CUDA device its workers
-    see, as CUDA_VISIBLE_DEVICES names it; None: whatever this process sees)."""
+    see, as CUDA_VISIBLE_DEVICES names it; None: whatever this process sees). A GPU worker's
+    device warm-up (CUDA context, library handles) runs as soon as it has started, under the
+    shared device lock (`lock_path`), like every other step that puts work on the device."""
 
     def __init__(
         self,
@@ -77,31 +79,38 @@ class WorkerPool:
         cpus: harness.CpuPartition | None = None,
         gpu: str | None = None,
         compile_slots: threading.Semaphore | None = None,
+        lock_path: str | None = None,
+        sandboxed: bool = True,
     ) -> None:
         self.device = device
         self.size = size
         self.cpus = cpus
-        """Workers start on `cpus.shared`, until an evaluation holding the device lock moves
-        them."""
+        """Workers start on `cpus.shared`, until an evaluation that times moves them."""
         self.gpu = gpu
+        self.lock_path = lock_path
+        self.sandboxed = sandboxed
         self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
-        self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {"CUDAL1_WARM": "cuda"}
+        self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {PRELOAD_ENV: "1"}
         if gpu is not None:
             self.env["CUDA_VISIBLE_DEVICES"] = gpu
-        self.idle: dict[str, deque[Worker]] = {r: deque() for r in ROLES}
+        self.roles = ("judge", "candidate_worker", *(("builder",) if device == "cuda" else ()))
+        self.idle: dict[str, deque[Worker]] = {r: deque() for r in self.roles}
+        self.warming: dict[Worker, Future[None]] = {}
+        self.warmer = ThreadPoolExecutor(2, thread_name_prefix="cudal1-warm")
         self.taken: weakref.WeakSet[Worker] = weakref.WeakSet()
         """Workers handed to evaluations still running: `close` ends them too (Ctrl-C)."""
         self.lock = threading.Lock()
         self.compile_slots = compile_slots or compile_limit(None)
         """Compiles at once; shared by the pools of one evaluator, as they share the cores."""
         self.closed = False
-        for role in ROLES:
+        for role in self.roles:
             for _ in range(size):
                 self.idle[role].append(self._spawn(role))
         atexit.register(self.close)
 
     def take(self, role: str, workdir: Path) -> Worker:
-        """A warm worker (a new one if none is alive), and a replacement started in its place."""
+        """A pre-started worker (a new one if none is alive), and a replacement started in its
+        place; a GPU worker still warming up is waited for."""
         with self.lock:
             if self.closed:
                 raise RuntimeError("worker pool is closed")
@@ -116,10 +125,22 @@ class WorkerPool:
             queue.append(self._spawn(role))
             worker = worker or self._spawn(role)
             self.taken.add(worker)
+            warming = self.warming.pop(worker, None)
+        if warming is not None:
+            with contextlib.suppress(Exception):  # a failed warm-up is left to the evaluation
+                warming.result()
         return worker
 
     def _spawn(self, role: str) -> Worker:
-        return spawn(role, self.dir, self.env, self.cpus and self.cpus.shared)
+        worker = start_worker(role, self.device, self.dir, self.env, self.cpus, self.sandboxed)
+        if self.device == "cuda" and role != "builder":
+            self.warming[worker] = self.warmer.submit(self._warm, worker)
+        return worker
+
+    def _warm(self, worker: Worker) -> None:
+        with harness.device_lock(self.lock_path, timing=False):
+            worker.request({"cmd": "hello", "device": self.device}, 300.0)
+        worker.warmed = True
 
     @contextlib.contextmanager
     def compile_slot(self) -> Iterator[None]:
@@ -136,6 +157,7 @@ class WorkerPool:
                     queue.popleft().kill()
             for worker in list(self.taken):
                 worker.terminate()  # its evaluation's thread sees it gone and cleans up
+        self.warmer.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -158,6 +180,8 @@ class LocalEvaluator:
         of the host's kept core sets this evaluator measures on, when other processes measure
         on the host's other GPUs (Ray's actors, one per GPU)."""
         self.config = config
+        if config.sandbox:
+            require_sandbox()
         size = warm if warm is not None else min(jobs, 4)
         names: list[str | None] = [None]
         if gpus is not None:
@@ -175,6 +199,8 @@ class LocalEvaluator:
                 ),
                 gpu=name,
                 compile_slots=slots,
+                lock_path=config.lock_path(name),
+                sandboxed=config.sandbox,
             )
             for i, name in enumerate(names)
         ]

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,8 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cudal1.evaluate import sandbox
+
 MAX_LINE_BYTES = 16 << 20
 RESULT_FD_ENV = "CUDAL1_RESULT_FD"
+PRELOAD_ENV = "CUDAL1_PRELOAD"
 
 
 class WorkerGone(Exception):
@@ -42,6 +46,13 @@ class ProtocolError(Exception):
     """The worker's answer was not a well-formed message."""
 
 
+@dataclass(frozen=True)
+class SandboxSpec:
+    """How a worker is sandboxed (`sandbox.py`): `gpu` gives it the GPU device files."""
+
+    gpu: bool
+
+
 @dataclass(eq=False)  # identity: a pool tracks the workers it handed out
 class Worker:
     """A worker process and the parent's ends of its pipes."""
@@ -50,9 +61,26 @@ class Worker:
     proc: subprocess.Popen
     result_fd: int
     log_path: Path
+    control: sandbox.Control | None = None
+    """The sandbox launcher's control pipe (None: not sandboxed)."""
+    warmed: bool = False
+    """Its device warm-up (`hello`) is done."""
     _buffer: bytes = b""
     _pending: tuple[str, str] | None = None
     _closed: bool = False
+
+    @property
+    def pid(self) -> int:
+        """The worker's own pid (inside a sandbox `proc` is its launcher)."""
+        return self.control.pid() if self.control is not None else self.proc.pid
+
+    def grant(self, path: Path) -> None:
+        """Let a sandboxed worker write under `path` (a no-op without a sandbox)."""
+        if self.control is not None:
+            try:
+                self.control.grant(str(path))
+            except sandbox.SandboxError as e:
+                raise WorkerGone(f"{self.role}: {e}") from None
 
     def send(self, message: dict[str, Any]) -> None:
         """Send a command with a fresh nonce; its answer must echo both (one answer per command:
@@ -142,8 +170,10 @@ class Worker:
             return ""
 
     def discard_log(self) -> None:
+        """Remove the log (and a sandboxed worker's private temporary directory)."""
         with contextlib.suppress(OSError):
             self.log_path.unlink()
+        shutil.rmtree(self.log_path.with_suffix(".tmp"), ignore_errors=True)
 
     def terminate(self) -> None:
         """End the worker's processes (compilers included) but leave the pipes to the thread
@@ -168,6 +198,8 @@ class Worker:
                     f.close()
         with contextlib.suppress(OSError):
             os.close(self.result_fd)
+        if self.control is not None:
+            self.control.close()
 
 
 def spawn(
@@ -175,10 +207,12 @@ def spawn(
     log_dir: Path,
     env: dict[str, str] | None = None,
     cpus: frozenset[int] | None = None,
+    sandboxed: SandboxSpec | None = None,
 ) -> Worker:
     """Start `python -m cudal1.evaluate.<role>` in its own process group, on `cpus` if given
-    (the child inherits the mask at fork, so every thread and process it starts has it too). It
-    imports torch and waits for its first command, which names the directory it works in."""
+    (the child inherits the mask at fork, so every thread and process it starts has it too),
+    inside the sandbox if `sandboxed`. It imports torch and waits for its first command, which
+    names the directory it works in."""
     read_fd, write_fd = os.pipe()
     os.set_inheritable(write_fd, True)
     log_path = log_dir / f"{role}-{uuid.uuid4().hex[:12]}.log"
@@ -188,25 +222,37 @@ def spawn(
     proc_env["PYTHONUNBUFFERED"] = "1"
     proc_env[RESULT_FD_ENV] = str(write_fd)
     own_cpus = os.sched_getaffinity(0)  # this thread's mask: a fork inherits it
+    argv = [sys.executable, "-m", f"cudal1.evaluate.{role}"]
+    popen: dict[str, Any] = {
+        "stdin": subprocess.PIPE,
+        "stdout": log,
+        "stderr": subprocess.STDOUT,
+        "pass_fds": (write_fd,),
+        "cwd": log_dir,
+        "env": proc_env,
+        "start_new_session": True,
+    }
+    control = None
     try:
         if cpus is not None:
             os.sched_setaffinity(0, cpus)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", f"cudal1.evaluate.{role}"],
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,),
-            cwd=log_dir,
-            env=proc_env,
-            start_new_session=True,
-        )
+        if sandboxed is None:
+            proc = subprocess.Popen(argv, **popen)
+        else:
+            # a private temporary directory from the start (imports ask for one); each
+            # evaluation then gives the worker its own
+            private_tmp = log_path.with_suffix(".tmp")
+            private_tmp.mkdir()
+            proc_env["TMPDIR"] = str(private_tmp)
+            proc, control = sandbox.start(
+                argv, writable=[str(private_tmp)], gpu=sandboxed.gpu, **popen
+            )
     finally:
         if cpus is not None:
             os.sched_setaffinity(0, own_cpus)
         os.close(write_fd)
         log.close()
-    return Worker(role, proc, read_fd, log_path)
+    return Worker(role, proc, read_fd, log_path, control)
 
 
 def result_channel() -> int:
@@ -222,14 +268,15 @@ def serve(
     handlers: dict[str, Any],
     result_fd: int,
     integrity: Callable[[], list[str]] | None = None,
-    warm: Callable[[], Any] | None = None,
+    preload: Callable[[], Any] | None = None,
 ) -> None:
     """Worker side: answer commands from stdin until `stop` or end of input. Each answer echoes
     its command's nonce; `integrity` (trusted functions still the ones captured at start?) is
-    checked after every command and reported. A pre-started worker runs `warm` (CUDA context,
-    library handles) before its first command when CUDAL1_WARM=cuda."""
-    if os.environ.get("CUDAL1_WARM") == "cuda" and warm is not None:
-        warm()
+    checked after every command and reported. A pre-started worker for a GPU runs `preload`
+    (host-side imports only: nothing touches the GPU before the parent asks, under the device
+    lock) when CUDAL1_PRELOAD is set."""
+    if os.environ.pop(PRELOAD_ENV, None) and preload is not None:
+        preload()
     write = os.write  # bound now, before any candidate code exists
     dumps = json.dumps
     for line in sys.stdin:

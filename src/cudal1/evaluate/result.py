@@ -2,13 +2,15 @@
 
 Statuses: `ok` (correct, timed, not rejected), `incorrect`, `compile_error`, `runtime_error`,
 `timeout`, `rejected` (correct output obtained dishonestly, or forbidden by the policy).
-`flags` record what static and dynamic checks saw on every result, whatever the status.
+`flags` record what static and dynamic checks saw on every result, whatever the status. An `ok`
+result without a speedup was disturbed while timed (`gpu_shared`, `host_shared`): correct, not
+measured, and worth no reward.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 Status = Literal["ok", "incorrect", "compile_error", "runtime_error", "timeout", "rejected"]
@@ -49,12 +51,10 @@ class Timing:
     remeasured: int
     host_ms_per_call: float | None = None
     profiler_kernel_ms: float | None = None
-    speedup_basis: str = "paired"
-    """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
-    ran slower than alone and the paired ratio would have been inflated."""
-    candidate_alone: TimingStats | None = None
-    """The candidate timed back to back, as the clean reference is: only when the reference
-    ran slower beside the candidate, to set the clean reference against like with like."""
+    candidate_gpu_busy: float | None = None
+    """Fraction of a candidate call the GPU ran its kernels (profiler, all streams, over the
+    median event time); low means launch-bound (`host_bound`)."""
+    reference_gpu_busy: float | None = None
 
 
 @dataclass
@@ -130,7 +130,8 @@ class EvalResult:
             for key in ("candidate", "reference", "reference_clean"):
                 if t.get(key):
                     t[key] = TimingStats(**t[key])
-            d["timing"] = Timing(**t)
+            known = {f.name for f in fields(Timing)}  # rows written by earlier versions
+            d["timing"] = Timing(**{k: v for k, v in t.items() if k in known})
         if d.get("provenance"):
             p = dict(d["provenance"])
             p["kernels"] = [KernelShare(**k) for k in p["kernels"]]

@@ -1,12 +1,18 @@
 """Static analysis of a candidate's source: flags recorded on every result.
 
-Runs in the trusted parent on the candidate's text (never executing it). Python is read through
-its AST; C++/CUDA is every string constant in the file (what `load_inline` compiles), read with
-patterns. Static checks are a cheap first layer and never sufficient on their own: each hack
-class they flag is also caught, or made harmless, by a dynamic check or the process structure.
+Runs in the trusted parent on the candidate's text (never executing it). It reads code, never
+prose: Python through its AST (comments are not in it; docstrings, other bare string
+statements and code under `if __name__ == "__main__":`, which the harness never runs, are left
+out); C++/CUDA sources (the strings that reach `load_inline` and friends, or that look like
+C++) with their comments and string literals removed. Static checks are a cheap first layer
+and never sufficient on their own: each hack class they flag is also caught, or made harmless,
+by a dynamic check, the process structure or the OS sandbox.
 
-A flag is `name` or `name:detail`. `REJECT_ANY` lists flags no honest candidate needs; they
-reject under every policy. The others are evidence that policies and reports use.
+A flag is `name` or `name:detail`, the detail naming what the code does and where. `REJECT_ANY`
+lists what no honest candidate does; it rejects under every policy. The others are evidence
+that policies, dynamic checks and reports use: global backend flags become measured
+conditions, precision changes are judged by the tolerance, file writes fail by OS permission
+outside the sandbox's writable directories.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field
 
 REJECT_ANY = frozenset(
     {
-        "introspection",  # frames, gc, inspect, /proc: reading the caller's or harness's state
+        "introspection",  # frames, gc, inspect, /proc paths: reading the caller's or harness's state
         "patching",  # assigning attributes of torch/time/triton/builtins/harness modules
         "ctypes",  # raw memory and driver calls behind the interpreter's back
         "tensor_subclass",  # lazy outputs that compute when inspected
@@ -26,9 +32,8 @@ REJECT_ANY = frozenset(
         "processes",  # fork/subprocess/system: work outside the measured process
         "harness_access",  # importing cudal1 (the evaluator) from the candidate
         "hooks",  # signal handlers, atexit, sys.settrace/setprofile
-        "obfuscation",  # names built at run time for getattr/import, eval/exec of strings
-        "file_io",  # writing files: state kept across runs, poisoned build caches
-        "global_flags",  # process-wide backend settings, even when restored afterwards
+        "obfuscation",  # imports and attribute writes by computed names, eval/exec of strings
+        "thread_count",  # torch's thread count changed: timing gives each process one thread
     }
 )
 """Flags that reject whatever the policy."""
@@ -85,7 +90,8 @@ _CALL_FLAGS = {
     "os.environ.setdefault": "env_write",
     "torch.set_float32_matmul_precision": "global_flags",
     "torch.use_deterministic_algorithms": "global_flags",
-    "torch.set_num_threads": "global_flags",
+    "torch.set_num_threads": "thread_count",
+    "torch.set_num_interop_threads": "thread_count",
     "torch.set_default_dtype": "global_flags",
     "torch.set_flush_denormal": "global_flags",
     "torch._C._set_cublas_allow_tf32": "global_flags",
@@ -136,14 +142,17 @@ _FILE_METHODS = frozenset(
 _DISPATCH_INTERNALS = re.compile(
     r"(?i)dispatch|_DisableTorch|_DisableFuncTorch|_ExcludeDispatchKeyGuard|_set_mode"
 )
-_DYNAMIC_NAME_CALLS = (
-    "getattr",
-    "setattr",
-    "delattr",
-    "hasattr",
-    "__import__",
-    "importlib.import_module",
+_NAME_CALLS = ("getattr", "setattr", "delattr", "hasattr")
+_IMPORT_CALLS = ("__import__", "importlib.import_module")
+_SENSITIVE_MODULES = frozenset(
+    {
+        *("sys", "os", "builtins", "__builtins__", "gc", "inspect", "ctypes", "importlib"),
+        *("time", "threading", "_thread", "subprocess", "multiprocessing", "signal", "atexit"),
+        "cudal1",
+    }
 )
+"""Modules whose attributes, reached by a name the code computes, are how a candidate hides
+introspection, exits and patching from a reader (`getattr(sys, "_get" + "frame")`)."""
 
 _ATTR_FLAGS = {
     "f_back": "introspection",
@@ -182,7 +191,7 @@ _CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         (
             "l2_persistence",
             r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|hitRatio|"
-            r"cudaAccessPropertyPersisting|ResetPersistingL2Cache|persisting",
+            r"cudaAccessPropertyPersisting|ResetPersistingL2Cache",
         ),
         (
             "stream",
@@ -190,14 +199,14 @@ _CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"cudaStreamNonBlocking|cudaStreamPerThread|cudaStreamLegacy",
         ),
         ("threads", r"std::thread|pthread_create|std::async|std::jthread"),
-        ("processes", r"\bfork\s*\(|\bsystem\s*\(|\bpopen\s*\(|\bexecv|\bptrace\b"),
-        ("introspection", r"/proc/self|\bdlsym\b|\bdlopen\b|process_vm_"),
-        ("file_io", r"\bfopen\s*\(|std::ofstream|\bfwrite\s*\(|\bopen\s*\(\s*\""),
+        ("processes", r"\bfork\s*\(|\bsystem\s*\(|\bpopen\s*\(|\bexecv|\bptrace\s*\("),
+        ("introspection", r"\bdlsym\s*\(|\bdlopen\s*\(|process_vm_"),
+        ("file_io", r"\bfopen\s*\(|std::ofstream|\bfwrite\s*\("),
         (
             "precision",
             r"__half\b|half2|__nv_bfloat16|__float2half|__float2bfloat16|\bwmma::|"
-            r"mma\.sync|wgmma|__nv_fp8|at::Half|at::BFloat16|kHalf|kBFloat16|(?i:tf32)|"
-            r"CUBLAS_COMPUTE_32F_FAST|CUBLAS_TENSOR_OP_MATH",
+            r"mma\.sync|wgmma|__nv_fp8|at::Half|at::BFloat16|kHalf|kBFloat16|"
+            r"CUBLAS_COMPUTE_32F_FAST|CUBLAS_TENSOR_OP_MATH|CUBLAS_TF32_TENSOR_OP_MATH",
         ),
         (
             "fast_math",
@@ -207,13 +216,48 @@ _CPP_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         (
             "global_flags",
             r"cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|"
-            r"cublasSetMathMode|CUBLAS_TF32|cudaSetDeviceFlags",
+            r"cublasSetMathMode|cudaSetDeviceFlags",
         ),
         ("cuda_graphs", r"cudaGraph|cudaStreamBeginCapture"),
         ("tensor_cores", r"\bwmma::|mma\.sync|wgmma|\bmma\b"),
         ("cuda_kernel", r"__global__"),
     ]
 ]
+"""Patterns over C++/CUDA code with its comments and string literals removed."""
+
+_LOOKS_LIKE_CPP = re.compile(
+    r"#\s*include\b|__global__|__device__|\btorch::|\bat::Tensor|PYBIND11_MODULE|"
+    r"TORCH_LIBRARY|extern\s+\"C\"|\bcuda[A-Z]\w*\s*\("
+)
+_BUILD_CALLS = ("load_inline", "cpp_extension.load", "RawKernel", "RawModule", "jiterator")
+"""Calls that compile their string arguments as C++/CUDA."""
+
+
+def strip_cpp(code: str) -> str:
+    """C/C++ code without comments and without the contents of string and character
+    literals (kept as empty quotes), line structure preserved."""
+    out: list[str] = []
+    i, n = 0, len(code)
+    while i < n:
+        c = code[i]
+        if code.startswith("//", i):
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+        elif code.startswith("/*", i):
+            j = code.find("*/", i + 2)
+            end = n if j < 0 else j + 2
+            out.append("\n" * code.count("\n", i, end) or " ")
+            i = end
+        elif c in "\"'":
+            j = i + 1
+            while j < n and code[j] != c and code[j] != "\n":
+                j += 2 if code[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s+)?"
@@ -245,12 +289,14 @@ def analyze(source: str) -> StaticReport:
     except SyntaxError as e:
         report.syntax_error = f"line {e.lineno}: {e.msg}"
         return report
-    visitor = _Visitor()
+    tree = _without_main_block(tree)
+    visitor = _Visitor(_prose(tree))
+    visitor.bind_constants(tree)
     visitor.visit(tree)
     flags = set(visitor.flags)
     report.defines_model_new = visitor.defines_model_new
 
-    cpp = "\n".join(visitor.strings)
+    cpp = "\n".join(strip_cpp(text) for text in visitor.cpp_sources())
     for flag, pattern in _CPP_PATTERNS:
         m = pattern.search(cpp)
         if m:
@@ -263,14 +309,90 @@ def analyze(source: str) -> StaticReport:
     return report
 
 
+def _without_main_block(tree: ast.Module) -> ast.Module:
+    """The module without `if __name__ == "__main__":` blocks: the harness imports the
+    candidate as a module, so that code never runs."""
+
+    def is_main_guard(node: ast.stmt) -> bool:
+        test = node.test if isinstance(node, ast.If) else None
+        return (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        )
+
+    tree.body = [node for node in tree.body if not is_main_guard(node)]
+    return tree
+
+
+def _prose(tree: ast.AST) -> set[int]:
+    """ids of string constants that are statements of their own (docstrings, notes)."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, (ast.Constant, ast.JoinedStr))
+        and (not isinstance(node.value, ast.Constant) or isinstance(node.value.value, str))
+    }
+
+
+_PATH_CALL = re.compile(
+    r"^(open|io\.open|os\.|pathlib\.|Path$|numpy\.|torch\.load$|torch\.from_file$|mmap\.)"
+)
+"""Calls whose string arguments are file paths (for `/proc/...`)."""
+
+
 class _Visitor(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, prose: set[int]) -> None:
         self.flags: set[str] = set()
         self.aliases: dict[str, str] = {}
-        self.strings: list[str] = []
+        self.prose = prose
+        self.strings: dict[int, str] = {}
+        """Every string constant that is not prose (f-strings joined), by node id."""
+        self.assigned: dict[str, set[int]] = {}
+        """name -> string constants and names its assigned values contain."""
+        self.assigned_names: dict[str, set[str]] = {}
+        self.built: set[int] = set()
+        """String constants passed to a build call (`load_inline`, ...)."""
+        self.built_names: set[str] = set()
         self.defines_model_new = False
         self.triton_kernels: set[str] = set()
         self._class_stack: list[str] = []
+        self.constants: dict[str, str] = {}
+        """Names bound once to a string the code spells out (see `_fold`)."""
+
+    def bind_constants(self, tree: ast.AST) -> None:
+        bound: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    pairs: list[tuple[ast.AST, ast.AST]] = [(target, node.value)]
+                    if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        pairs = list(zip(target.elts, node.value.elts, strict=False))
+                    for t, v in pairs:
+                        if isinstance(t, ast.Name):
+                            bound.setdefault(t.id, []).append(v)
+        for _ in range(3):  # names bound to names bound to strings
+            for name, values in bound.items():
+                folded = {self._fold(v) for v in values}
+                if len(values) == 1 and None not in folded:
+                    self.constants[name] = folded.pop()  # type: ignore[assignment]
+
+    def cpp_sources(self) -> list[str]:
+        """The strings compiled as C++/CUDA: passed to a build call, directly or through
+        names, or looking like C++ wherever they are."""
+        names, frontier = set(), set(self.built_names)
+        while frontier:
+            name = frontier.pop()
+            names.add(name)
+            frontier |= self.assigned_names.get(name, set()) - names
+        ids = set(self.built).union(*(self.assigned.get(n, set()) for n in names))
+        return [
+            text for key, text in self.strings.items() if key in ids or _LOOKS_LIKE_CPP.search(text)
+        ]
 
     # names -------------------------------------------------------------------------------
     def _dotted(self, node: ast.AST) -> str | None:
@@ -355,6 +477,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
             self._check_store(t, node)
+            if isinstance(t, ast.Name):
+                self.assigned.setdefault(t.id, set()).update(_string_ids(node.value))
+                self.assigned_names.setdefault(t.id, set()).update(_names(node.value))
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -389,14 +514,25 @@ class _Visitor(ast.NodeVisitor):
     # expressions -------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         name = self._dotted(node.func) or ""
-        if name in _DYNAMIC_NAME_CALLS:
-            arg = (
-                node.args[1]
-                if name.endswith("attr") and len(node.args) > 1
-                else (node.args[0] if node.args else None)
-            )
-            if arg is not None and not isinstance(arg, (ast.Constant, ast.Name)):
-                self._flag("obfuscation", node, f"{name} with a name computed at run time")
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        if name.endswith(_BUILD_CALLS):
+            for arg in arguments:
+                self.built |= _string_ids(arg)
+                self.built_names |= _names(arg)
+        if name in ("triton.language.dot", "tl.dot") and not _full_precision_dot(node):
+            self._flag("precision", node, 'tl.dot without input_precision="ieee" (TF32 on fp32)')
+        if _PATH_CALL.match(name) and any(
+            isinstance(a, ast.Constant) and str(a.value).startswith("/proc/") for a in arguments
+        ):
+            self._flag("introspection", node, f"{name}('/proc/...')")
+        if name in _NAME_CALLS and len(node.args) > 1:
+            self._check_named_access(name, node)
+        if name in _IMPORT_CALLS and node.args:
+            module = self._fold(node.args[0])
+            if module is None:
+                self._flag("obfuscation", node, f"{name} with a module name computed at run time")
+            else:
+                self._check_import(module, node)
         attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
         if attr in _FILE_METHODS or (attr == "write" and name.split(".")[0] not in ("self", "sys")):
             self._flag("file_io", node, f".{attr}(...)")
@@ -406,11 +542,7 @@ class _Visitor(ast.NodeVisitor):
         ):
             self._flag("file_io", node, f"{name}(write mode)")
         flag = _CALL_FLAGS.get(name)
-        if flag == "setattr":
-            obj = self._dotted(node.args[0]) if node.args else None
-            if obj and obj.split(".")[0] in _PROTECTED_MODULES:
-                self._flag("patching", node, f"setattr({obj}, ...)")
-        elif flag:
+        if flag and flag != "setattr":
             self._flag(flag, node, name)
         if name in ("open", "builtins.open", "io.open", "pathlib.Path.write_text"):
             mode = node.args[1] if len(node.args) > 1 else None
@@ -419,10 +551,6 @@ class _Visitor(ast.NodeVisitor):
                 self._flag("file_io", node, f"open(..., {mode.value!r})")
             elif mode is not None and not isinstance(mode, ast.Constant):
                 self._flag("file_io", node, "open() with a mode computed at run time")
-            elif isinstance(node.args[0] if node.args else None, ast.Constant) and "/proc/" in str(
-                node.args[0].value  # type: ignore[union-attr]
-            ):
-                self._flag("introspection", node, "open('/proc/...')")
         if name.endswith((".write_text", ".write_bytes")):
             self._flag("file_io", node, name)
         if name.endswith(".to") or name.endswith(".type"):
@@ -445,6 +573,41 @@ class _Visitor(ast.NodeVisitor):
                     self._flag("fast_math", node, "--use_fast_math")
         self.generic_visit(node)
 
+    def _fold(self, node: ast.AST) -> str | None:
+        """The string an expression always evaluates to (constants, `+`, f-strings without
+        holes, names bound once to such), or None."""
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self._fold(node.left), self._fold(node.right)
+            return None if left is None or right is None else left + right
+        if isinstance(node, ast.JoinedStr) and all(
+            isinstance(v, ast.Constant) for v in node.values
+        ):
+            return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
+        if isinstance(node, ast.Name):
+            return self.constants.get(node.id)
+        return None
+
+    def _check_named_access(self, call: str, node: ast.Call) -> None:
+        """getattr/setattr/delattr/hasattr: a name the code spells out is checked as if written
+        as an attribute; a computed one on a sensitive module hides what it reaches."""
+        target = self._dotted(node.args[0]) or ""
+        root = target.split(".")[0]
+        attr = self._fold(node.args[1])
+        if attr is None:
+            if root in _SENSITIVE_MODULES or target.startswith("torch._C"):
+                self._flag("obfuscation", node, f"{call}({target}, <name computed at run time>)")
+            elif call in ("setattr", "delattr") and root in _PROTECTED_MODULES:
+                self._flag("patching", node, f"{call}({target}, <name computed at run time>)")
+            return
+        dotted = f"{target}.{attr}" if target else attr
+        if call in ("setattr", "delattr") and root in _PROTECTED_MODULES:
+            self._flag("patching", node, f"{call}({target}, {attr!r})")
+        flag = _CALL_FLAGS.get(dotted) or _ATTR_FLAGS.get(attr)
+        if flag and flag not in ("setattr", "sys_modules"):
+            self._flag(flag, node, f"{call}({target}, {attr!r})")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         flag = _ATTR_FLAGS.get(node.attr)
         if flag == "sys_modules":
@@ -460,8 +623,39 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str):
-            self.strings.append(node.value)
-            if "/proc/self" in node.value:
-                self._flag("introspection", node, "'/proc/self' in a string")
+        if isinstance(node.value, str) and id(node) not in self.prose:
+            self.strings[id(node)] = node.value
         self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        """An f-string is one string: its constant parts joined (the holes left empty)."""
+        if id(node) not in self.prose:
+            self.strings[id(node)] = "".join(
+                str(v.value) for v in node.values if isinstance(v, ast.Constant)
+            )
+        for v in node.values:
+            if not isinstance(v, ast.Constant):
+                self.visit(v)
+
+
+def _string_ids(node: ast.AST) -> set[int]:
+    return {
+        id(n)
+        for n in ast.walk(node)
+        if (isinstance(n, ast.Constant) and isinstance(n.value, str))
+        or isinstance(n, ast.JoinedStr)
+    }
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _full_precision_dot(node: ast.Call) -> bool:
+    """`tl.dot(..., input_precision="ieee")` or `allow_tf32=False`: fp32 inputs stay fp32."""
+    for k in node.keywords:
+        if k.arg == "input_precision" and isinstance(k.value, ast.Constant):
+            return k.value.value == "ieee"
+        if k.arg == "allow_tf32" and isinstance(k.value, ast.Constant):
+            return k.value.value is False
+    return False

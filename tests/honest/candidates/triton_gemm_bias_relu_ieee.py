@@ -1,4 +1,4 @@
-"""L2_1 relu(x @ W^T + b) as one Triton kernel: 64x64 output tiles, K stepped by 32 with
+"""L2_1 relu(x @ W^T + b) as one Triton kernel (fp32 throughout, no TF32): 64x64 output tiles, K stepped by 32 with
 tl.dot(..., input_precision="ieee") so the products are true fp32 (no reduced-precision
 tensor-core path), fp32 accumulation, and the bias add + ReLU fused in the epilogue. The W^T tile
 is read straight from the nn.Linear weight through its strides (no transposed copy); masks

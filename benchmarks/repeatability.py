@@ -1,0 +1,343 @@
+"""Reproducible reward under load: the same candidate's speedup over repeated evaluations, under
+the pool's real production load and alone, against an independent plain loop.
+
+    PYTHONPATH=src:. python3 benchmarks/repeatability.py --phase alone --out $OUT
+    PYTHONPATH=src:. python3 benchmarks/repeatability.py --phase load --out $OUT \\
+        --alone benchmarks/results/DATE-h200/repeatability-alone.json
+
+Two device calls, one per phase (each fits the 10-minute limit):
+
+- `alone`: honest candidates of the corpora (CUDA, Triton, PyTorch rewrites; the bundled tasks
+  at full size, and at their small CPU sizes for kernels of a few microseconds) are built once
+  through the pool, then timed by a plain paired CUDA-event loop in this process with nothing
+  else running (the independent reference), sorted into bands by the candidate's time (under
+  20 us, 50 us to 1 ms, over 1 ms), and `--per-band` of each band are evaluated `--repeats`
+  times one at a time. Writes `repeatability-alone.json`.
+- `load`: the same candidates evaluated `--repeats` times each in one pool of `--jobs`
+  workers, interleaved with as many fresh candidates (every one a new build: the throughput
+  mix of CUDA, Triton and PyTorch rewrites), as RL and the audit run it. Writes
+  `repeatability.json`: per band, the spread (max/min - 1 of the speedups) under load and
+  alone, and the agreement |cudal1 / plain - 1| of the median under load; fresh candidates
+  per hour.
+
+Evaluations left unmeasured by interference (`gpu_shared`, `host_shared`) are counted and left
+out of the spreads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.throughput import mix
+from cudal1.evaluate import EvalConfig
+from cudal1.evaluate.config import default_build_root
+from cudal1.evaluate.evaluator import _build_env
+from cudal1.evaluate.pool import LocalEvaluator
+from cudal1.tasks import Task, load_suite, source_hash
+from tests.corpus import load_cases
+
+BANDS = {"lt20us": (0.0, 0.020), "50us_1ms": (0.050, 1.0), "gt1ms": (1.0, float("inf"))}
+
+
+@dataclass
+class Subject:
+    """One honest candidate on one task at one size."""
+
+    case: str
+    task: Task
+    source: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.case}@{self.task.id}"
+
+
+def small_task(task: Task) -> Task | None:
+    """The task with its CPU sizes as its only sizes (kernels of a few microseconds on a GPU)."""
+    sizes = task.load("full").cpu_sizes
+    if not sizes:
+        return None
+    overrides = "\n".join(f"{name} = {value!r}" for name, value in sizes.items())
+    source = f"{task.source}\n\n# small sizes for the repeatability benchmark\n{overrides}\n"
+    return Task(f"{task.id}s", task.level, task.name, source, f"{task.origin} (CPU sizes)")
+
+
+def subjects(device: str) -> list[Subject]:
+    suite = load_suite("bundled", validate=False)
+    out = []
+    for case in load_cases("honest"):  # PyTorch rewrites of the CPU corpus run on CUDA too
+        if case.policy != "any":
+            continue
+        if device == "cuda" and case.device == "cpu" and "load_inline" in case.source:
+            continue  # C++ written for CPU tensors
+        if device == "cpu" and case.device != "cpu":
+            continue
+        task = suite.get(case.task)
+        out.append(Subject(case.id, task, case.source))
+        small = small_task(task)
+        if small is not None:
+            out.append(Subject(case.id, small, case.source))
+    unique = {s.key: s for s in out}
+    return list(unique.values())
+
+
+def plain_loop(subject: Subject, device: str, pairs: int) -> dict[str, float]:
+    """The candidate and the reference, built here, timed in random pairs on fresh inputs with
+    an L2 flush before each call: the simplest honest measurement, nothing of the evaluator's
+    timing code."""
+    build_dir = default_build_root() / source_hash(subject.source)
+    workdir = Path(tempfile.mkdtemp(prefix="plain-"))
+    env = _build_env(EvalConfig(device=device, sandbox=False), workdir, build_dir)
+    os.environ.update(env)
+    (workdir / "tmp").mkdir(exist_ok=True)
+    path = workdir / "candidate.py"
+    path.write_text(subject.source)
+    spec = importlib.util.spec_from_file_location(f"plain_{uuid.uuid4().hex}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    task_module = subject.task.load("full")
+    torch.manual_seed(0)
+    reference = task_module.make_model(0).to(device).eval()
+    torch.manual_seed(0)
+    candidate = module.ModelNew(*task_module.init_inputs()).to(device).eval()
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=device)
+
+    def fresh() -> list[Any]:
+        return [x.to(device) if torch.is_tensor(x) else x for x in task_module.get_inputs()]
+
+    def once(model: torch.nn.Module) -> float:
+        args = fresh()
+        flush.fill_(1)
+        if device == "cuda":
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(*args)
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        t0 = time.perf_counter()
+        model(*args)
+        return (time.perf_counter() - t0) * 1e3
+
+    times: dict[str, list[float]] = {"cand": [], "ref": []}
+    with torch.no_grad():
+        for _ in range(5):
+            once(candidate)
+            once(reference)
+        for _ in range(pairs):
+            order = ["cand", "ref"]
+            random.shuffle(order)
+            for who in order:
+                times[who].append(once(candidate if who == "cand" else reference))
+    cand, ref = statistics.median(times["cand"]), statistics.median(times["ref"])
+    return {"candidate_ms": cand, "reference_ms": ref, "speedup": ref / cand}
+
+
+def band_of(candidate_ms: float) -> str | None:
+    for name, (lo, hi) in BANDS.items():
+        if lo <= candidate_ms < hi:
+            return name
+    return None
+
+
+def spread(values: list[float]) -> float | None:
+    return max(values) / min(values) - 1 if len(values) >= 2 else None
+
+
+def summarise(values: list[float | None]) -> dict[str, float | None]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return {"median_spread": None, "max_spread": None}
+    return {
+        "median_spread": round(statistics.median(present), 4),
+        "max_spread": round(max(present), 4),
+    }
+
+
+def evaluate_all(
+    ev: LocalEvaluator, items: list[tuple[Subject | None, Task, str]]
+) -> list[tuple[Subject | None, Any]]:
+    """Submit everything at once (the pool runs `jobs` of them at a time) and collect."""
+    futures = [(s, ev.submit(task, src, fresh=True)) for s, task, src in items]
+    return [(s, f.result()) for s, f in futures]
+
+
+def speedups_by_subject(done: list[tuple[Subject | None, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for subject, r in done:
+        if subject is None:
+            continue
+        row = out.setdefault(subject.key, {"speedups": [], "unmeasured": 0, "statuses": []})
+        row["statuses"].append(r.status)
+        if r.ok and r.speedup is None:
+            row["unmeasured"] += 1
+        elif r.speedup is not None:
+            row["speedups"].append(r.speedup)
+    return out
+
+
+def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
+    config = EvalConfig(device=args.device)
+    pool = subjects(args.device)
+    print(f"{len(pool)} subjects; building them through the pool", flush=True)
+    t0 = time.perf_counter()
+    with LocalEvaluator(config, jobs=args.jobs) as ev:
+        built = evaluate_all(ev, [(s, s.task, s.source) for s in pool])
+    ok = {s.key for s, r in built if r.ok}
+    print(f"built in {time.perf_counter() - t0:.0f} s; {len(ok)} ok", flush=True)
+    plain: dict[str, dict[str, float]] = {}
+    for s in pool:
+        if s.key in ok:
+            try:
+                plain[s.key] = plain_loop(s, args.device, args.plain_pairs)
+            except Exception as e:  # reported, and the subject is left out
+                print(f"plain loop failed for {s.key}: {type(e).__name__}: {e}", flush=True)
+    chosen: dict[str, list[str]] = {}
+    for name in BANDS:
+        in_band = [k for k, p in plain.items() if band_of(p["candidate_ms"]) == name]
+        random.Random(0).shuffle(in_band)
+        chosen[name] = sorted(in_band[: args.per_band])
+    picked = [s for s in pool if any(s.key in keys for keys in chosen.values())]
+    print(f"alone: {len(picked)} subjects x {args.repeats} evaluations, one at a time", flush=True)
+    with LocalEvaluator(config, jobs=1, warm=1) as ev:
+        done = evaluate_all(
+            ev, [(s, s.task, s.source) for s in picked for _ in range(args.repeats)]
+        )
+    return {
+        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        "plain": plain,
+        "bands_chosen": chosen,
+        "alone": speedups_by_subject(done),
+    }
+
+
+def phase_load(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any]:
+    config = EvalConfig(device=args.device)
+    keys = {k for keys in alone["bands_chosen"].values() for k in keys}
+    picked = [s for s in subjects(args.device) if s.key in keys]
+    measured = [(s, s.task, s.source) for s in picked for _ in range(args.repeats)]
+    random.Random(1).shuffle(measured)
+    suite = load_suite("bundled", validate=False)
+    load = [(None, suite.get(t), src) for t, src in mix(args.device, len(measured))]
+    items = [x for pair in zip(measured, load, strict=True) for x in pair]
+    t0 = time.perf_counter()
+    with LocalEvaluator(config, jobs=args.jobs) as ev:
+        done = evaluate_all(ev, items)
+    wall = time.perf_counter() - t0
+    fresh = [r for s, r in done if s is None]
+    under_load = speedups_by_subject(done)
+    bands: dict[str, Any] = {}
+    for name, members in alone["bands_chosen"].items():
+        spreads_load = [spread(under_load.get(k, {}).get("speedups", [])) for k in members]
+        spreads_alone = [spread(alone["alone"].get(k, {}).get("speedups", [])) for k in members]
+        devs = []
+        for k in members:
+            got = under_load.get(k, {}).get("speedups", [])
+            if got:
+                devs.append(abs(statistics.median(got) / alone["plain"][k]["speedup"] - 1))
+        bands[name] = {
+            "n": len(members),
+            "under_load": summarise(spreads_load),
+            "alone": summarise(spreads_alone),
+            "agreement": {
+                "median_abs_dev": round(statistics.median(devs), 4) if devs else None,
+                "max_abs_dev": round(max(devs), 4) if devs else None,
+            },
+        }
+    return {
+        "commit": _commit(),
+        "gpu": alone["gpu"],
+        "load": {
+            "jobs": args.jobs,
+            "fresh_candidates": len(fresh),
+            "fresh_ok": sum(r.ok for r in fresh),
+            "measured_evaluations": len(measured),
+            "wall_s": round(wall, 1),
+            "unmeasured": sum(v["unmeasured"] for v in under_load.values()),
+        },
+        "throughput_per_hour": round(3600 * len(fresh) / wall, 1),
+        "evaluations_per_hour": round(3600 * len(done) / wall, 1),
+        "bands": bands,
+        "subjects": {
+            k: {
+                "band": name,
+                "plain": alone["plain"][k],
+                "alone": alone["alone"].get(k),
+                "under_load": under_load.get(k),
+            }
+            for name, members in alone["bands_chosen"].items()
+            for k in members
+        },
+    }
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("CUDAL1_COMMIT", "unknown")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--phase", choices=["alone", "load"], required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--alone", type=Path, help="The alone phase's JSON (for --phase load).")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--per-band", type=int, default=6)
+    parser.add_argument("--jobs", type=int, default=8)
+    parser.add_argument("--plain-pairs", type=int, default=100)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.phase == "alone":
+        data = phase_alone(args)
+        (args.out / "repeatability-alone.json").write_text(json.dumps(data, indent=1))
+        for name, keys in data["bands_chosen"].items():
+            print(f"{name}: {len(keys)} subjects")
+            for k in keys:
+                got = data["alone"].get(k, {}).get("speedups", [])
+                print(
+                    f"  {k}: plain {data['plain'][k]['speedup']:.3f}x "
+                    f"({data['plain'][k]['candidate_ms']:.4f} ms); alone {got}"
+                )
+        return 0
+    data = phase_load(args, json.loads(args.alone.read_text()))
+    (args.out / "repeatability.json").write_text(json.dumps(data, indent=1))
+    print(f"fresh candidates per hour under load: {data['throughput_per_hour']}")
+    print(
+        "| band | n | spread under load (median / max) | alone (median / max) | "
+        "agreement (median / max) |"
+    )
+    print("|---|---|---|---|---|")
+    for name, b in data["bands"].items():
+        ul, al, ag = b["under_load"], b["alone"], b["agreement"]
+        print(
+            f"| {name} | {b['n']} | {ul['median_spread']} / {ul['max_spread']} | "
+            f"{al['median_spread']} / {al['max_spread']} | "
+            f"{ag['median_abs_dev']} / {ag['max_abs_dev']} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""A timed phase has the device to itself, and interference is measured again or flagged, never
+charged to the candidate (DESIGN.md §4 Timing)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+from cudal1.evaluate import EvalConfig, evaluate, harness
+from cudal1.evaluate.pool import LocalEvaluator
+from cudal1.evaluate.protocol import Worker
+from cudal1.tasks import load_suite
+
+from .corpus import load_cases
+
+SUITE = load_suite("bundled", validate=False)
+DEVICE_COMMANDS = {"hello", "prepare", "time_reference", "first_call", "correctness", "judge"}
+TIMED_COMMANDS = {"time", "profile"}
+
+
+def _held(lock: str, timing: bool, log: list, name: str, release: threading.Event) -> None:
+    log.append(("asking", name))
+    with harness.device_lock(lock, timing=timing):
+        log.append(("got", name))
+        release.wait(30)
+    log.append(("let go", name))
+
+
+def _wait_for(log: list, entry: tuple) -> None:
+    for _ in range(600):
+        if entry in log:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{entry} never happened: {log}")
+
+
+def test_shared_steps_overlap_and_a_waiting_timed_phase_goes_first(tmp_path):
+    lock = str(tmp_path / "cuda0.lock")
+    log: list = []
+    gates = {name: threading.Event() for name in ("r1", "r2", "w", "r3")}
+
+    def start(name: str, timing: bool) -> threading.Thread:
+        t = threading.Thread(target=_held, args=(lock, timing, log, name, gates[name]))
+        t.start()
+        return t
+
+    threads = [start("r1", False), start("r2", False)]
+    _wait_for(log, ("got", "r1"))
+    _wait_for(log, ("got", "r2"))  # two shared holders at once
+    threads.append(start("w", True))
+    _wait_for(log, ("asking", "w"))
+    time.sleep(0.5)  # the timed phase is now waiting for the shared holders
+    threads.append(start("r3", False))
+    _wait_for(log, ("asking", "r3"))
+    time.sleep(0.5)
+    assert ("got", "w") not in log and ("got", "r3") not in log
+    gates["r1"].set()
+    gates["r2"].set()
+    _wait_for(log, ("got", "w"))
+    assert ("got", "r3") not in log  # a shared step arriving after it waits for it
+    gates["w"].set()
+    _wait_for(log, ("got", "r3"))
+    gates["r3"].set()
+    for t in threads:
+        t.join(30)
+    assert log.index(("let go", "w")) < log.index(("got", "r3"))
+
+
+class _Recorder:
+    """Records the device-lock holds and the worker commands of every evaluation thread."""
+
+    def __init__(self) -> None:
+        self.locks: list[tuple[int, bool, float, float]] = []
+        self.commands: list[tuple[int, str, float, float]] = []
+        self.started: dict[int, float] = {}
+        self.guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def patched(self, monkeypatch):
+        real_lock, real_send, real_recv = harness.device_lock, Worker.send, Worker.recv
+        recorder = self
+
+        @contextlib.contextmanager
+        def device_lock(path, *, timing):
+            with real_lock(path, timing=timing):
+                t0 = time.monotonic()
+                try:
+                    yield
+                finally:
+                    with recorder.guard:
+                        recorder.locks.append((threading.get_ident(), timing, t0, time.monotonic()))
+
+        def send(worker, message):
+            recorder.started[id(worker)] = time.monotonic()
+            return real_send(worker, message)
+
+        def recv(worker, timeout_s):
+            cmd = worker._pending[0] if worker._pending else "?"
+            try:
+                return real_recv(worker, timeout_s)
+            finally:
+                with recorder.guard:
+                    recorder.commands.append(
+                        (
+                            threading.get_ident(),
+                            cmd,
+                            recorder.started.get(id(worker), 0.0),
+                            time.monotonic(),
+                        )
+                    )
+
+        monkeypatch.setattr(harness, "device_lock", device_lock)
+        monkeypatch.setattr(Worker, "send", send)
+        monkeypatch.setattr(Worker, "recv", recv)
+        yield self
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@pytest.mark.slow
+def test_no_device_step_of_one_evaluation_overlaps_another_timed_phase(monkeypatch, tmp_path):
+    """Three evaluations at once in the pool (CPU device): every device step runs inside a
+    hold of the device lock, and no timed hold overlaps any other hold."""
+    cases = [c for c in load_cases("honest", "cpu") if "load_inline" not in c.source][:3]
+    config = EvalConfig(
+        device="cpu", trials=1, timing_budget_s=0.1, min_pairs=7, max_pairs=14, lock_dir=tmp_path
+    )
+    with _Recorder().patched(monkeypatch) as rec, LocalEvaluator(config, jobs=3) as ev:
+        futures = [ev.submit(SUITE.get(c.task), c.source) for c in cases]
+        results = [f.result() for f in futures]
+    assert all(r.ok for r in results), [r.reasons for r in results]
+    assert len({t for t, *_ in rec.locks}) == 3
+    for thread, cmd, start, end in rec.commands:
+        if cmd in DEVICE_COMMANDS | TIMED_COMMANDS:
+            holds = [(s, e) for t, timing, s, e in rec.locks if t == thread]
+            assert any(s <= start and end <= e for s, e in holds), (cmd, start, end)
+        if cmd in TIMED_COMMANDS:
+            assert any(
+                t == thread and timing and s <= start and end <= e for t, timing, s, e in rec.locks
+            ), f"{cmd} outside an exclusive hold"
+    timed = [(t, s, e) for t, timing, s, e in rec.locks if timing]
+    for t, s, e in timed:
+        others = [(s2, e2) for t2, _, s2, e2 in rec.locks if (t2, s2, e2) != (t, s, e)]
+        assert not any(_overlap((s, e), o) for o in others)
+
+
+def _busy_neighbours(cpu: int, count: int) -> list[subprocess.Popen]:
+    code = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(count)]
+
+
+@pytest.mark.slow
+def test_a_busy_neighbour_is_flagged_never_charged(monkeypatch):
+    """CPU backend: three processes spin on the core the evaluation runs on. The timing
+    threads wait for a CPU most of each timed phase; after the re-measurements the result is
+    correct, carries host_shared and no speedup, and nothing is refused."""
+    (case,) = [c for c in load_cases("honest", "cpu") if c.file == "softmax_via_logsumexp.py"]
+    cpu = min(os.sched_getaffinity(0))
+    own = os.sched_getaffinity(0)
+    hogs = _busy_neighbours(cpu, 3)
+    os.sched_setaffinity(0, {cpu})  # the evaluation's processes inherit this core
+    try:
+        config = EvalConfig(
+            device="cpu",
+            trials=1,
+            timing_budget_s=0.1,
+            min_pairs=7,
+            max_pairs=14,
+            interference_retries=1,
+        )
+        result = evaluate(SUITE.get(case.task), case.source, config)
+    finally:
+        os.sched_setaffinity(0, own)
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert result.status == "ok" and result.reasons == [], result.reasons
+    assert any(f.startswith("host_shared:") for f in result.flags), result.flags
+    assert result.speedup is None and result.timing is not None
+    assert result.phase_seconds["interfered"] >= 2  # the timing and its one re-measurement
+
+
+GPU_HOG = (
+    "import torch, time\n"
+    "a = torch.randn(8192, 8192, device='cuda')\n"
+    "t = time.time()\n"
+    "while time.time() - t < 600:\n"
+    "    a @ a\n"
+    "    torch.cuda.synchronize()\n"
+)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_gpu_hog_is_flagged_never_charged():
+    """Another process runs matmuls on the GPU the whole time: the honest candidate is not
+    refused (before: escaped_work); it is correct, flagged gpu_shared, and has no speedup."""
+    (case,) = [c for c in load_cases("honest", "cuda") if c.file == "cuda_gelu_erff_vec4.py"]
+    hog = subprocess.Popen([sys.executable, "-c", GPU_HOG])
+    try:
+        time.sleep(5)  # its CUDA context and first products
+        result = evaluate(SUITE.get(case.task), case.source, EvalConfig(interference_retries=1))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert result.status == "ok" and result.reasons == [], (result.reasons, result.flags)
+    assert any(f.startswith("gpu_shared:") for f in result.flags), result.flags
+    assert result.speedup is None
