@@ -54,30 +54,36 @@ from tests.corpus import load_cases
 BANDS = {"lt20us": (0.0, 0.020), "50us_1ms": (0.050, 1.0), "gt1ms": (1.0, float("inf"))}
 CURATED = {
     # over 1 ms at full size (the 2026-12-02 H200 corpora run): GEMMs, convolutions, an MLP
-    "cuda_gemm_tiled_smem@L1_1",
-    "cuda_gemm_bias_relu_epilogue@L2_1",
-    "cuda_conv_bias_relu_epilogue@L2_7",
-    "triton_gemm_bias_relu_ieee@L2_1",
-    "gemm_bias_relu_addmm@L2_1",
-    "conv_bn_relu_folded@L2_8",
-    "mlp_addmm_relu_inplace@L3_1",
+    "gt1ms": [
+        "cuda_gemm_tiled_smem@L1_1",
+        "gemm_bias_relu_addmm@L2_1",
+        "triton_gemm_bias_relu_ieee@L2_1",
+        "cuda_conv_bias_relu_epilogue@L2_7",
+        "conv_bn_relu_folded@L2_8",
+        "mlp_addmm_relu_inplace@L3_1",
+        "cuda_gemm_bias_relu_epilogue@L2_1",
+    ],
     # 0.1 to 0.4 ms at full size: row reductions, scans, fused elementwise chains
-    "cuda_softmax_rows_warp_shuffle@L1_11",
-    "cuda_layernorm_two_pass@L1_13",
-    "cuda_rmsnorm_fused@L1_14",
-    "cuda_elementwise_chain_fused@L1_21",
-    "triton_layernorm_rows@L1_13",
-    "triton_softmax_online@L1_11",
-    "cuda_cumsum_block_scan@L1_19",
+    "50us_1ms": [
+        "cuda_softmax_rows_warp_shuffle@L1_11",
+        "triton_layernorm_rows@L1_13",
+        "cuda_elementwise_chain_fused@L1_21",
+        "cuda_layernorm_two_pass@L1_13",
+        "cuda_rmsnorm_fused@L1_14",
+        "triton_softmax_online@L1_11",
+        "cuda_cumsum_block_scan@L1_19",
+    ],
     # the same kinds at the tasks' CPU sizes: a few microseconds on the H200
-    "cuda_gelu_erff_vec4@L1_20s",
-    "triton_gelu_erf@L1_20s",
-    "softmax_via_logsumexp@L1_11s",
-    "cuda_rmsnorm_fused@L1_14s",
-    "layernorm_var_mean_addcmul@L1_13s",
-    "cuda_softmax_rows_warp_shuffle@L1_11s",
-    "triton_sum_reduction_tiles@L1_17s",
-    "log_softmax_via_logsumexp@L1_12s",
+    "lt20us": [
+        "cuda_gelu_erff_vec4@L1_20s",
+        "softmax_via_logsumexp@L1_11s",
+        "triton_gelu_erf@L1_20s",
+        "cuda_rmsnorm_fused@L1_14s",
+        "layernorm_var_mean_addcmul@L1_13s",
+        "cuda_softmax_rows_warp_shuffle@L1_11s",
+        "triton_sum_reduction_tiles@L1_17s",
+        "log_softmax_via_logsumexp@L1_12s",
+    ],
 }
 """Seven or eight per band, chosen from earlier runs so one device call builds only these
 (`--all` takes every honest candidate); the plain loop decides each one's band."""
@@ -204,11 +210,21 @@ def summarise(values: list[float | None]) -> dict[str, float | None]:
 
 
 def evaluate_all(
-    ev: LocalEvaluator, items: list[tuple[Subject | None, Task, str]]
+    ev: LocalEvaluator, items: list[tuple[Subject | None, Task, str]], log: Path, phase: str
 ) -> list[tuple[Subject | None, Any]]:
-    """Submit everything at once (the pool runs `jobs` of them at a time) and collect."""
+    """Submit everything at once (the pool runs `jobs` of them at a time) and collect, each
+    result also appended to `log` as it comes (a run cut short keeps what it measured)."""
     futures = [(s, ev.submit(task, src, fresh=True)) for s, task, src in items]
-    return [(s, f.result()) for s, f in futures]
+    done = []
+    with log.open("a") as f:
+        for s, fut in futures:
+            r = fut.result()
+            done.append((s, r))
+            row = {"phase": phase, "subject": s.key if s else None, "status": r.status}
+            row |= {"speedup": r.speedup, "flags": [x.split(":")[0] for x in r.flags]}
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+    return done
 
 
 def speedups_by_subject(done: list[tuple[Subject | None, Any]]) -> dict[str, dict[str, Any]]:
@@ -227,19 +243,23 @@ def speedups_by_subject(done: list[tuple[Subject | None, Any]]) -> dict[str, dic
 
 def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
     config = EvalConfig(device=args.device)
-    pool = [s for s in subjects(args.device) if args.all or s.key in CURATED]
-    pool = pool[: args.max_subjects]
+    wanted = {k for keys in CURATED.values() for k in keys[: args.pool_per_band]}
+    pool = [s for s in subjects(args.device) if args.all or s.key in wanted]
     print(f"{len(pool)} subjects; building them through the pool", flush=True)
     t0 = time.perf_counter()
     with LocalEvaluator(config, jobs=args.jobs) as ev:
-        built = evaluate_all(ev, [(s, s.task, s.source) for s in pool])
+        built = evaluate_all(ev, [(s, s.task, s.source) for s in pool], args.log, "build")
     ok = {s.key for s, r in built if r.ok}
     print(f"built in {time.perf_counter() - t0:.0f} s; {len(ok)} ok", flush=True)
+    for s, r in built:
+        if not r.ok:
+            print(f"  {s.key}: {r.status} {r.reasons[:1]}", flush=True)
     plain: dict[str, dict[str, float]] = {}
     for s in pool:
         if s.key in ok:
             try:
                 plain[s.key] = plain_loop(s, args.device, args.plain_pairs)
+                print(f"  plain {s.key}: {plain[s.key]}", flush=True)
             except Exception as e:  # reported, and the subject is left out
                 print(f"plain loop failed for {s.key}: {type(e).__name__}: {e}", flush=True)
             if args.device == "cuda":
@@ -249,12 +269,12 @@ def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
         in_band = [k for k, p in plain.items() if band_of(p["candidate_ms"]) == name]
         random.Random(0).shuffle(in_band)
         chosen[name] = sorted(in_band[: args.per_band])
+    print(f"bands: {chosen}", flush=True)
     picked = [s for s in pool if any(s.key in keys for keys in chosen.values())]
     print(f"alone: {len(picked)} subjects x {args.repeats} evaluations, one at a time", flush=True)
     with LocalEvaluator(config, jobs=1, warm=1) as ev:
-        done = evaluate_all(
-            ev, [(s, s.task, s.source) for s in picked for _ in range(args.repeats)]
-        )
+        items = [(s, s.task, s.source) for s in picked for _ in range(args.repeats)]
+        done = evaluate_all(ev, items, args.log, "alone")
     return {
         "gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
         "plain": plain,
@@ -274,7 +294,7 @@ def phase_load(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any
     items = [x for pair in zip(measured, load, strict=True) for x in pair]
     t0 = time.perf_counter()
     with LocalEvaluator(config, jobs=args.jobs) as ev:
-        done = evaluate_all(ev, items)
+        done = evaluate_all(ev, items, args.log, "load")
     wall = time.perf_counter() - t0
     fresh = [r for s, r in done if s is None]
     under_load = speedups_by_subject(done)
@@ -334,7 +354,7 @@ def _commit() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--phase", choices=["alone", "load"], required=True)
+    parser.add_argument("--phase", choices=["alone", "load", "both"], required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--alone", type=Path, help="The alone phase's JSON (for --phase load).")
     parser.add_argument("--device", default="cuda")
@@ -343,9 +363,16 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--plain-pairs", type=int, default=50)
     parser.add_argument("--all", action="store_true", help="Every honest candidate, not CURATED.")
-    parser.add_argument("--max-subjects", type=int, default=None, help="For a quick check.")
+    parser.add_argument(
+        "--pool-per-band", type=int, default=8, help="How many of CURATED's to build and time."
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    args.log = args.out / "evaluations.jsonl"
+    if args.phase == "both":
+        alone = phase_alone(args)
+        (args.out / "repeatability-alone.json").write_text(json.dumps(alone, indent=1))
+        return report(phase_load(args, alone), args.out)
     if args.phase == "alone":
         data = phase_alone(args)
         (args.out / "repeatability-alone.json").write_text(json.dumps(data, indent=1))
@@ -358,8 +385,11 @@ def main() -> int:
                     f"({data['plain'][k]['candidate_ms']:.4f} ms); alone {got}"
                 )
         return 0
-    data = phase_load(args, json.loads(args.alone.read_text()))
-    (args.out / "repeatability.json").write_text(json.dumps(data, indent=1))
+    return report(phase_load(args, json.loads(args.alone.read_text())), args.out)
+
+
+def report(data: dict[str, Any], out: Path) -> int:
+    (out / "repeatability.json").write_text(json.dumps(data, indent=1))
     print(f"fresh candidates per hour under load: {data['throughput_per_hour']}")
     print(
         "| band | n | spread under load (median / max) | alone (median / max) | "

@@ -204,7 +204,7 @@ GPU_HOG = (
 def test_a_gpu_hog_is_flagged_never_charged():
     """Another process runs matmuls on the GPU the whole time: the honest candidate is not
     refused (before: escaped_work); it is correct, flagged gpu_shared, and has no speedup."""
-    (case,) = [c for c in load_cases("honest", "cuda") if c.file == "cuda_gelu_erff_vec4.py"]
+    case = next(c for c in load_cases("honest", "cuda") if c.file == "cuda_gelu_erff_vec4.py")
     hog = subprocess.Popen([sys.executable, "-c", GPU_HOG])
     try:
         time.sleep(5)  # its CUDA context and first products
