@@ -251,7 +251,9 @@ class CandidateRunner:
         """Paired timing: reference and candidate alternate in random order, each call on fresh
         inputs copied into fixed buffers after an L2 flush. Whether a candidate call's output
         goes to the judge is drawn only after the call has returned (selection sampling: exactly
-        `check` of them), so no call can know in advance that it will be checked."""
+        `check` of them), so no call can know in advance that it will be checked. Without
+        reference seeds the candidate runs alone, back to back, as the judge times the clean
+        reference."""
         rng = random.Random(int.from_bytes(os.urandom(8), "little"))
         flush = l2_flusher(self.device)
         cand_seeds, ref_seeds = msg["candidate_seeds"], msg["reference_seeds"]
@@ -264,9 +266,13 @@ class CandidateRunner:
             with torch.no_grad():
                 for _ in range(msg["warmup"]):
                     time_call(self.device, self.model, cand_buf)
-                    time_call(self.device, self.reference, ref_buf)
+                    if ref_seeds:
+                        time_call(self.device, self.reference, ref_buf)
                 for i in range(pairs):
-                    whos = ("cand", "ref") if rng.random() < 0.5 else ("ref", "cand")
+                    if not ref_seeds:
+                        whos: tuple[str, ...] = ("cand",)
+                    else:
+                        whos = ("cand", "ref") if rng.random() < 0.5 else ("ref", "cand")
                     order.append("".join(who[0] for who in whos))
                     for who in whos:
                         model, buf, seed = (

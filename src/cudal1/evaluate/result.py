@@ -51,6 +51,12 @@ class Timing:
     remeasured: int
     host_ms_per_call: float | None = None
     profiler_kernel_ms: float | None = None
+    speedup_basis: str = "paired"
+    """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
+    ran slower than alone and the paired ratio would have been inflated."""
+    candidate_alone: TimingStats | None = None
+    """The candidate timed back to back, as the clean reference is: only when the reference
+    ran slower beside the candidate, to set the clean reference against like with like."""
     candidate_gpu_busy: float | None = None
     """Fraction of a candidate call the GPU ran its kernels (profiler, all streams, over the
     median event time); low means launch-bound (`host_bound`)."""
@@ -127,7 +133,7 @@ class EvalResult:
             d["correctness"] = Correctness(**d["correctness"])
         if d.get("timing"):
             t = dict(d["timing"])
-            for key in ("candidate", "reference", "reference_clean"):
+            for key in ("candidate", "reference", "reference_clean", "candidate_alone"):
                 if t.get(key):
                     t[key] = TimingStats(**t[key])
             known = {f.name for f in fields(Timing)}  # rows written by earlier versions
