@@ -62,6 +62,10 @@ def test_rejecting_flags(snippet, flag):
         ("src = '__global__ void k(__half* x) {}'\n", "precision"),
         (BUILD.format("float f(float x) { return __expf(x); }"), "fast_math"),
         ("torch.backends.cudnn.benchmark = True\n", "global_flags"),
+        (
+            "import torch._inductor.config\ntorch._inductor.config.coordinate_descent_tuning = True\n",
+            "global_flags",
+        ),
         ("open('/tmp/x', 'w')\n", "file_io"),
         ("from pathlib import Path\n(Path('/tmp') / 'x').write_text('1')\n", "file_io"),
         ("import triton.language as tl\ndef k(a, b):\n    return tl.dot(a, b)\n", "precision"),

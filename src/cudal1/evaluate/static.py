@@ -142,6 +142,10 @@ _FILE_METHODS = frozenset(
 _DISPATCH_INTERNALS = re.compile(
     r"(?i)dispatch|_DisableTorch|_DisableFuncTorch|_ExcludeDispatchKeyGuard|_set_mode"
 )
+_COMPILER_CONFIGS = ("torch._inductor.config.", "torch._dynamo.config.", "torch._functorch.config.")
+"""Settings of torch.compile: a user sets them in their own program; they change how the
+candidate's compiled code is built, not the eager reference."""
+
 _NAME_CALLS = ("getattr", "setattr", "delattr", "hasattr")
 _IMPORT_CALLS = ("__import__", "importlib.import_module")
 _SENSITIVE_MODULES = frozenset(
@@ -504,7 +508,9 @@ class _Visitor(ast.NodeVisitor):
             return
         name = self._dotted(target) or ""
         root = name.split(".")[0]
-        if name.startswith("torch.backends.") or name.startswith("torch.cuda.matmul"):
+        if name.startswith(_COMPILER_CONFIGS):  # how torch.compile compiles the candidate
+            self._flag("global_flags", node, f"{name} =")
+        elif name.startswith("torch.backends.") or name.startswith("torch.cuda.matmul"):
             self._flag("global_flags", node, f"{name} =")
             if "tf32" in name or "reduced_precision" in name:
                 self._flag("precision", node, f"{name} =")
