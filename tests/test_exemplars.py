@@ -44,6 +44,15 @@ def test_reference_first_and_dedup(tmp_path):
     assert db.best(TASK.id).speedup == 2.0
 
 
+def test_a_correct_but_unmeasured_candidate_is_no_exemplar(tmp_path):
+    """Its timing disturbed by other work, it has no speedup to show the model or rank by."""
+    db = _db(tmp_path, [1.5])
+    row = db.add(TASK, "# disturbed\nclass ModelNew: pass\n", _result(None))
+    assert row.status == "ok" and row.speedup is None
+    assert [e.speedup for e in db.exemplars(TASK.id, correct_only=True)] == [1.0, 1.5]
+    assert db.count(TASK.id) == 3
+
+
 def test_export_import_roundtrip(tmp_path):
     db = _db(tmp_path, [1.1, 1.3])
     n = db.export_jsonl(tmp_path / "out.jsonl")

@@ -12,7 +12,13 @@ from cudal1.exemplars import BucketSampler, ExemplarDB
 from cudal1.optimize import ReviewThresholds, review
 from cudal1.tasks import load_suite
 from cudal1.train.prompts import ContrastivePrompts
-from cudal1.train.reward import RewardShaper, ShapingConfig, round_toward_one
+from cudal1.train.reward import (
+    RewardShaper,
+    ShapingConfig,
+    fill_unmeasured,
+    round_toward_one,
+    unmeasured_result,
+)
 
 TASK = load_suite("bundled", validate=False).get("L1_20")
 
@@ -50,6 +56,16 @@ def test_shaping_normalises_clips_and_refreshes():
     other = RewardShaper(ShapingConfig())
     other.load_state(state)
     assert other.mean == shaper.mean and list(other.recent) == list(shaper.recent)
+
+
+def test_an_unmeasured_rollout_teaches_nothing():
+    """Correct, but its timing disturbed by other work (gpu_shared): neither a failure's -k nor
+    a speedup; it takes its group's mean, so its advantage is zero."""
+    disturbed = _ok(None)
+    assert unmeasured_result(disturbed) and not unmeasured_result(_ok(1.2))
+    assert not unmeasured_result(None)
+    rewards = fill_unmeasured([1.0, None, -1.5, None, None], ["a", "a", "a", "b", "b"])
+    assert rewards == [1.0, pytest.approx(-0.25), -1.5, 0.0, 0.0]
 
 
 def test_remeasurement_trigger(tmp_path):

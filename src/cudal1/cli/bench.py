@@ -91,7 +91,8 @@ def bench_command(
             status = (row.get("result") or {}).get("status")
             if status == "ok":
                 counts["ok"] += 1
-                logs.append(math.log(max(row["result"]["speedup"], 1e-9)))
+                if row["result"]["speedup"] is not None:  # None: disturbed, not measured
+                    logs.append(math.log(max(row["result"]["speedup"], 1e-9)))
             elif status == "rejected":
                 counts["rejected"] += 1
             else:

@@ -224,9 +224,11 @@ class ExemplarDB:
         return _exemplar(row) if row else None
 
     def exemplars(self, task_id: str, *, correct_only: bool = False) -> list[Exemplar]:
+        """The task's rows; `correct_only`: correct and measured (a correct candidate whose
+        timing other work disturbed has no speedup to show or to rank by)."""
         query = "SELECT * FROM exemplars WHERE task_id = ?"
         if correct_only:
-            query += " AND status = 'ok'"
+            query += " AND status = 'ok' AND speedup IS NOT NULL"
         with self._connect() as con:
             return [_exemplar(r) for r in con.execute(query + " ORDER BY id", (task_id,))]
 

@@ -157,7 +157,7 @@ def run_bench(
 
     stopping = threading.Event()
 
-    def one(sol: Solution) -> dict[str, Any] | None:
+    def one(sol: Solution, fresh: bool = False) -> dict[str, Any] | None:
         """The entry's row, or None once the run is stopping (never written: resume redoes it)."""
         task = tasks.get(sol.task_id or "")
         row = _row(sol, task)
@@ -165,7 +165,7 @@ def run_bench(
             row["error"] = f"task {sol.task_id} is not in suite {suite.name}"
         try:
             if row["error"] is None and task is not None and sol.code is not None:
-                result = evaluator(task, sol.code)
+                result = evaluator.submit(task, sol.code, fresh=fresh).result()
                 row["result"] = result.to_dict()
                 row["techniques"] = tag_techniques(sol.code, result.flags)
             if stopping.is_set():
@@ -191,14 +191,15 @@ def run_bench(
                 row = fut.result()
                 if row is None:
                     continue
-                if _crowded_out(row):
+                if _crowded_out(row) or _unmeasured(row):
                     crowded.append(futures[fut])
                     continue
                 write(f, row)
-            # Out of device memory beside the other evaluations: once more, one at a time,
-            # after them; what fails again alone is that entry's own verdict.
+            # Out of device memory beside the other evaluations, or timed while other work was
+            # on the device: once more, one at a time, after them; what fails again alone is
+            # that entry's own verdict.
             for sol in crowded:
-                row = one(sol)
+                row = one(sol, fresh=True)
                 if row is None:
                     break
                 write(f, row | {"retried_alone": True})
@@ -212,6 +213,12 @@ def run_bench(
             pool.shutdown(wait=True)
         # else the caller owns the evaluator: closing it ends the evaluations still in flight
     return results
+
+
+def _unmeasured(row: dict[str, Any]) -> bool:
+    """Correct, but every timing was disturbed by other work on the device or the host."""
+    result = row.get("result") or {}
+    return result.get("status") == "ok" and result.get("speedup") is None
 
 
 def _crowded_out(row: dict[str, Any]) -> bool:

@@ -8,6 +8,9 @@
   clipped to +-k (k = 1.5). Failures get -k.
 - Wins above 3x, or above 2x the task's best, are measured again independently and dropped when
   the two differ by more than 10 % (`optimize.review`), optionally also shown to a reviewer.
+- A correct rollout whose timing other work disturbed (`gpu_shared`, `host_shared`: no
+  speedup) is worth nothing either way: it gets the mean shaped reward of its group's measured
+  rollouts, so its advantage is about zero, and it does not enter the running statistics.
 - Every evaluated rollout enters the exemplar database, so later prompts can show it.
 
 `CudaL1Reward` is a plain async callable over prompts and completions returning one float per
@@ -88,6 +91,23 @@ class RewardShaper:
     def load_state(self, state: dict[str, Any]) -> None:
         self.mean, self.std, self.batches = state["mean"], state["std"], state["batches"]
         self.recent.extend(state["recent"])
+
+
+def unmeasured_result(result: EvalResult | None) -> bool:
+    """Correct, but every timing was disturbed by other work: no speedup, no reward."""
+    return result is not None and result.ok and result.speedup is None
+
+
+def fill_unmeasured(rewards: list[float | None], groups: list[str]) -> list[float]:
+    """Each None (an unmeasured rollout) takes the mean of its group's other rewards (0.0 when
+    the whole group is unmeasured): its advantage is about zero, so it teaches nothing."""
+    out = []
+    for r, g in zip(rewards, groups, strict=True):
+        if r is None:
+            peers = [p for p, pg in zip(rewards, groups, strict=True) if pg == g and p is not None]
+            r = statistics.fmean(peers) if peers else 0.0
+        out.append(r)
+    return out
 
 
 def completion_text(completion: Any) -> str:
@@ -177,8 +197,10 @@ class CudaL1Reward:
                 for tid, c, ex in zip(task_id, completions, exemplar_ids, strict=True)
             )
         )
-        raw = [r for r, _ in scored]
-        rewards = self.shaper.shape(raw)
+        unmeasured = [unmeasured_result(res) for _, res in scored]
+        shaped = iter(self.shaper.shape([r for r, res in scored if not unmeasured_result(res)]))
+        groups = [f"{tid}:{ex}" for tid, ex in zip(task_id, exemplar_ids, strict=True)]
+        rewards = fill_unmeasured([None if u else next(shaped) for u in unmeasured], groups)
         self._log(scored, rewards, log_metric, time.perf_counter() - t0)
         return rewards
 
@@ -198,6 +220,7 @@ class CudaL1Reward:
             "reward/rejected": statuses["rejected"] / n,
             "reward/unparsed": statuses["unparsed"] / n,
             "reward/compile_error": statuses["compile_error"] / n,
+            "reward/unmeasured": sum(unmeasured_result(res) for _, res in scored) / n,
             "reward/speedup": statistics.fmean(speedups) if speedups else 0.0,
             "reward/shaped": statistics.fmean(rewards),
             "reward/norm_mean": self.shaper.mean,

@@ -35,7 +35,7 @@ from cudal1.optimize import ReviewThresholds
 from cudal1.policy import contrastive_prompt
 from cudal1.tasks import Task
 from cudal1.train.config import GRPOStageConfig, RunConfig
-from cudal1.train.reward import CudaL1Reward, RewardShaper, ShapingConfig
+from cudal1.train.reward import CudaL1Reward, RewardShaper, ShapingConfig, unmeasured_result
 
 CONFIG_ENV = "CUDAL1_VERL_CONFIG"
 DATA_SOURCE = "cudal1"
@@ -96,9 +96,11 @@ async def compute_score_async(
 ) -> float:
     ctx = _Context.get()
     info = extra_info or {}
-    raw, _ = await ctx.reward.score_text(
+    raw, result = await ctx.reward.score_text(
         ground_truth, solution_str, list(info.get("exemplar_ids", [])), int(info.get("step", 0))
     )
+    if unmeasured_result(result):  # disturbed timing: the normalised centre, no signal
+        return 0.0
     return ctx.reward.shaper.shape([raw])[0]
 
 
