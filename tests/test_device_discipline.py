@@ -30,7 +30,7 @@ def _held(lock: str, timing: bool, log: list, name: str, release: threading.Even
     with harness.device_lock(lock, timing=timing):
         log.append(("got", name))
         release.wait(30)
-    log.append(("let go", name))
+        log.append(("let go", name))  # still held: anyone after it logs later
 
 
 def _wait_for(log: list, entry: tuple) -> None:

@@ -316,3 +316,26 @@ def test_a_spawned_worker_and_all_its_threads_start_on_the_given_cores(tmp_path)
     finally:
         worker.kill()
     assert os.sched_getaffinity(0) == set(cores)  # the spawning thread got its own mask back
+
+
+def test_a_machine_that_cannot_sandbox_stops_with_one_line(cli, tmp_path, monkeypatch):
+    """Where the kernel refuses user namespaces: one line naming the cause and the way out,
+    exit 2, nothing evaluated; --no-sandbox evaluates and flags the result."""
+    from cudal1.evaluate import sandbox
+
+    def refused() -> None:
+        raise sandbox.SandboxError(
+            "unshare (user, mount, pid, net, ipc namespaces): Operation not permitted"
+        )
+
+    monkeypatch.setattr(sandbox, "check_available", refused)
+    cand = tmp_path / "cand.py"
+    cand.write_text(HONEST)
+    code, out, err = cli("eval", "L1_20", str(cand), "--device", "cpu", "--json")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "Operation not permitted" in err and "--no-sandbox" in err
+    code, out, _ = cli("eval", "L1_20", str(cand), "--device", "cpu", "--json", "--no-sandbox")
+    result = json.loads(out)
+    assert code == 0 and result["status"] == "ok"
+    assert any(f.startswith("no_sandbox:") for f in result["flags"])
