@@ -11,7 +11,7 @@ Two device calls, one per phase (each fits the 10-minute limit):
   at full size, and at their small CPU sizes for kernels of a few microseconds) are built once
   through the pool, then timed by a plain paired CUDA-event loop in this process with nothing
   else running (the independent reference), sorted into bands by the candidate's time (under
-  20 us, 50 us to 1 ms, over 1 ms), and `--per-band` of each band are evaluated `--repeats`
+  20 us, 50 us to 1 ms, over 1 ms), and `--per-band` of each band are evaluated `--alone-repeats`
   times one at a time. Writes `repeatability-alone.json`.
 - `load`: the same candidates evaluated `--repeats` times each in one pool of `--jobs`
   workers, interleaved with as many fresh candidates (every one a new build: the throughput
@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,21 +211,48 @@ def summarise(values: list[float | None]) -> dict[str, float | None]:
 
 
 def evaluate_all(
-    ev: LocalEvaluator, items: list[tuple[Subject | None, Task, str]], log: Path, phase: str
+    ev: LocalEvaluator,
+    items: list[tuple[Subject | None, Task, str]],
+    log: Path,
+    phase: str,
+    jobs: int,
+    phase_s: float,
 ) -> list[tuple[Subject | None, Any]]:
-    """Submit everything at once (the pool runs `jobs` of them at a time) and collect, each
-    result also appended to `log` as it comes (a run cut short keeps what it measured)."""
-    futures = [(s, ev.submit(task, src, fresh=True)) for s, task, src in items]
-    done = []
+    """Keep twice the pool's `jobs` in flight, in `items`' order, until the items or the
+    phase's time (`phase_s`) run out; each result is appended to `log` as it comes, with its time
+    since the phase began, so a call cut short still leaves what it measured."""
+    t0 = time.monotonic()
+    pending, in_flight, done = iter(items), deque(), []
     with log.open("a") as f:
-        for s, fut in futures:
+        while True:
+            while len(in_flight) < 2 * jobs and time.monotonic() - t0 < phase_s:
+                item = next(pending, None)
+                if item is None:
+                    break
+                s, task, src = item
+                in_flight.append((s, ev.submit(task, src, fresh=True)))
+            if not in_flight:
+                break
+            s, fut = in_flight.popleft()
             r = fut.result()
             done.append((s, r))
-            row = {"phase": phase, "subject": s.key if s else None, "status": r.status}
-            row |= {"speedup": r.speedup, "flags": [x.split(":")[0] for x in r.flags]}
+            row = {"phase": phase, "t": round(time.monotonic() - t0, 1)}
+            row |= {"subject": s.key if s else None, "status": r.status, "speedup": r.speedup}
+            row |= {"flags": [x.split(":")[0] for x in r.flags]}
             f.write(json.dumps(row) + "\n")
             f.flush()
     return done
+
+
+def rounds(subjects_: list[Subject], repeats: int, seed: int) -> list[Subject]:
+    """Every subject once per round, in a shuffled order: a phase cut short leaves each subject
+    with as many evaluations as the others, give or take one."""
+    rng, out = random.Random(seed), []
+    for _ in range(repeats):
+        batch = list(subjects_)
+        rng.shuffle(batch)
+        out += batch
+    return out
 
 
 def speedups_by_subject(done: list[tuple[Subject | None, Any]]) -> dict[str, dict[str, Any]]:
@@ -248,7 +276,9 @@ def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
     print(f"{len(pool)} subjects; building them through the pool", flush=True)
     t0 = time.perf_counter()
     with LocalEvaluator(config, jobs=args.jobs) as ev:
-        built = evaluate_all(ev, [(s, s.task, s.source) for s in pool], args.log, "build")
+        built = evaluate_all(
+            ev, [(s, s.task, s.source) for s in pool], args.log, "build", args.jobs, args.phase_s
+        )
     ok = {s.key for s, r in built if r.ok}
     print(f"built in {time.perf_counter() - t0:.0f} s; {len(ok)} ok", flush=True)
     for s, r in built:
@@ -271,10 +301,13 @@ def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
         chosen[name] = sorted(in_band[: args.per_band])
     print(f"bands: {chosen}", flush=True)
     picked = [s for s in pool if any(s.key in keys for keys in chosen.values())]
-    print(f"alone: {len(picked)} subjects x {args.repeats} evaluations, one at a time", flush=True)
+    print(
+        f"alone: {len(picked)} subjects x {args.alone_repeats} evaluations, one at a time",
+        flush=True,
+    )
     with LocalEvaluator(config, jobs=1, warm=1) as ev:
-        items = [(s, s.task, s.source) for s in picked for _ in range(args.repeats)]
-        done = evaluate_all(ev, items, args.log, "alone")
+        items = [(s, s.task, s.source) for s in rounds(picked, args.alone_repeats, 0)]
+        done = evaluate_all(ev, items, args.log, "alone", 1, args.phase_s)
     return {
         "gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
         "plain": plain,
@@ -287,15 +320,15 @@ def phase_load(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any
     config = EvalConfig(device=args.device)
     keys = {k for keys in alone["bands_chosen"].values() for k in keys}
     picked = [s for s in subjects(args.device) if s.key in keys]
-    measured = [(s, s.task, s.source) for s in picked for _ in range(args.repeats)]
-    random.Random(1).shuffle(measured)
+    measured = [(s, s.task, s.source) for s in rounds(picked, args.repeats, 1)]
     suite = load_suite("bundled", validate=False)
     load = [(None, suite.get(t), src) for t, src in mix(args.device, len(measured))]
     items = [x for pair in zip(measured, load, strict=True) for x in pair]
     t0 = time.perf_counter()
     with LocalEvaluator(config, jobs=args.jobs) as ev:
-        done = evaluate_all(ev, items, args.log, "load")
+        done = evaluate_all(ev, items, args.log, "load", args.jobs, args.phase_s)
     wall = time.perf_counter() - t0
+    measured = [x for x in done if x[0] is not None]
     fresh = [r for s, r in done if s is None]
     under_load = speedups_by_subject(done)
     bands: dict[str, Any] = {}
@@ -358,7 +391,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--alone", type=Path, help="The alone phase's JSON (for --phase load).")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="Evaluations of each, under load.")
+    parser.add_argument("--alone-repeats", type=int, default=5, help="Evaluations of each, alone.")
+    parser.add_argument(
+        "--phase-s", type=float, default=1e9, help="Submit nothing more after this many seconds."
+    )
     parser.add_argument("--per-band", type=int, default=6)
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--plain-pairs", type=int, default=50)

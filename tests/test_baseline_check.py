@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudal1.evaluate import EvalConfig
-from cudal1.evaluate.evaluator import _check_baseline, _provenance, _Run
+from cudal1.evaluate.evaluator import _check_baseline, _provenance, _Run, _timing_facts
 from cudal1.evaluate.result import EvalResult, Timing, TimingStats
 from cudal1.evaluate.static import analyze
 from cudal1.tasks import load_suite
@@ -146,6 +146,42 @@ def test_launch_bound_calls_are_flagged_host_bound():
     (flag,) = [f for f in run.result.flags if f.startswith("host_bound")]
     assert "candidate 24%" in flag and "reference" not in flag
     assert run.rejections == []
+
+
+def test_host_time_per_call_counts_when_the_events_see_only_the_gpu():
+    """The GPU-side wait ahead of each timed call hides launching from the events: a 4 us
+    kernel times at 4 us. The host's time per call in a batch (30 us) still shows that a
+    stream of these calls is launch-bound."""
+    run = _run()
+    timing = _timing(0.005, 0.005, 0.0045)
+    timing.host_ms_per_call = timing.stream_ms_per_call = 0.030
+    timing.reference_host_ms_per_call = 0.008
+    prof = {
+        "aten_ops": [],
+        "kernels": _kernels((0.0, 4.0)),
+        "reference_kernels": _kernels((0.0, 4.8)),
+    }
+    _provenance(run, prof, timing, compare_times=True)
+    assert timing.candidate_gpu_busy == pytest.approx(4.0 / 30.0, abs=1e-4)
+    assert timing.reference_gpu_busy == pytest.approx(4.8 / 8.0)
+    (flag,) = [f for f in run.result.flags if f.startswith("host_bound")]
+    assert "candidate 13%" in flag and "reference" not in flag
+
+
+def test_host_time_beyond_the_timed_stream_is_escaped_work():
+    """A launch-bound call keeps the host and the timed stream equally long: not an escape, however
+    far both are above the event time. The host waiting well past the stream's span is work
+    outside the stream."""
+    run = _run()
+    timing = _timing(0.005, 0.005, 0.004)
+    timing.host_ms_per_call, timing.stream_ms_per_call = 0.120, 0.118
+    _timing_facts(run, 0, timing, compare_times=True)
+    assert run.rejections == []
+    run = _run()
+    timing.host_ms_per_call, timing.stream_ms_per_call = 0.400, 0.118
+    _timing_facts(run, 0, timing, compare_times=True)
+    assert [r.split(":")[0] for r in run.rejections] == ["escaped_work"]
+    assert "0.1180 ms" in run.rejections[0]
 
 
 def test_busy_calls_are_not_host_bound():

@@ -30,7 +30,7 @@ from cudal1.evaluate import harness
 from cudal1.evaluate.compare import flatten_outputs
 from cudal1.evaluate.protocol import result_channel, serve
 from cudal1.evaluate.reference import generate_inputs, prepare
-from cudal1.evaluate.timing import host_ms_per_call, l2_flusher, synchronize, time_call
+from cudal1.evaluate.timing import host_batch, l2_flusher, launch_cover_us, synchronize, time_call
 
 HOST_BATCH_CALLS = 10
 HOST_BATCHES = 3
@@ -268,6 +268,10 @@ class CandidateRunner:
                     time_call(self.device, self.model, cand_buf)
                     if ref_seeds:
                         time_call(self.device, self.reference, ref_buf)
+                cover = {
+                    "cand": launch_cover_us(self.device, self.model, cand_buf),
+                    "ref": launch_cover_us(self.device, self.reference, ref_buf),
+                }
                 for i in range(pairs):
                     if not ref_seeds:
                         whos: tuple[str, ...] = ("cand",)
@@ -282,7 +286,7 @@ class CandidateRunner:
                         )
                         harness.refill(buf, generate_inputs(self.task_module, seed, self.device))
                         flush()
-                        call = time_call(self.device, model, buf)
+                        call = time_call(self.device, model, buf, cover[who])
                         if who == "ref":
                             ref_ms.append(call.ms)
                             continue
@@ -293,8 +297,11 @@ class CandidateRunner:
                                 call.snapshot, f"{msg['out_dir']}/{msg['stem']}{i}"
                             )
                             saved.append(i)
-                host = host_ms_per_call(
-                    self.device, self.model, cand_buf, HOST_BATCH_CALLS, HOST_BATCHES
+                host = host_batch(self.device, self.model, cand_buf, HOST_BATCH_CALLS, HOST_BATCHES)
+                reference_host = (
+                    host_batch(self.device, self.reference, ref_buf, HOST_BATCH_CALLS, HOST_BATCHES)
+                    if ref_seeds
+                    else None
                 )
         except BaseException as e:
             return _failure("runtime_error", "forward raised while timing", e)
@@ -305,7 +312,9 @@ class CandidateRunner:
             "order": order,
             "escaped_calls": escaped,
             "saved": saved,
-            "host_ms_per_call": host,
+            "host_ms_per_call": host.wall_ms,
+            "stream_ms_per_call": host.stream_ms,
+            "reference_host_ms_per_call": reference_host.wall_ms if reference_host else None,
             **self._activity(),
         }
 
@@ -346,7 +355,7 @@ class _Trusted:
     NAMES: ClassVar[dict[str, tuple[str, ...]]] = {
         "time": ("perf_counter", "sleep", "monotonic"),
         "torch": ("equal", "from_file"),
-        "torch.cuda": ("synchronize", "Event", "current_stream"),
+        "torch.cuda": ("synchronize", "Event", "current_stream", "_sleep"),
         "torch.Tensor": ("clone", "copy_", "cpu", "contiguous", "view"),
         "torch.cuda.Event": ("record", "elapsed_time", "synchronize"),
         "cudal1.evaluate.harness": (
@@ -364,7 +373,8 @@ class _Trusted:
         "cudal1.evaluate.timing": (
             "time_call",
             "l2_flusher",
-            "host_ms_per_call",
+            "host_batch",
+            "launch_cover_us",
             "same_bits",
             "bits",
         ),

@@ -23,16 +23,18 @@ Read top to bottom, this is the whole evaluation of one candidate:
    tensors, full storage, aliasing, mutation of inputs and parameters, output changed after
    return, threads started, global settings changed) come back with it.
 6. Timing (exclusive): reference and candidate paired in random order, fresh inputs every call,
-   L2 flushed, CUDA events; the reference alone in the judge straight after (a candidate that
-   slows the reference beside it is refused); a profiler trace of one call of each (kernels on
-   every stream; GPU-busy fraction, `host_bound` below half). Where the reference ran slower
+   L2 flushed, a GPU-side wait that covers the host's launching, CUDA events (GPU time, not the
+   host's); the reference alone in the judge straight after (a candidate that slows the
+   reference beside it is refused); a batch of calls back to back (the host's time per call);
+   a profiler trace of one call of each (kernels on every stream; GPU-busy fraction of the
+   longer of event and host time, `host_bound` below half). Where the reference ran slower
    beside the candidate, the candidate is timed alone too and the clean reference is set
-   against it. Other processes on the GPU
-   (NVML) or a busy host (run-queue delay) during a timed phase mean it is measured again;
-   when that keeps happening the result carries `gpu_shared`/`host_shared` and no speedup,
-   never a refusal. The bucket rule gives the speedup and re-measures when buckets disagree; a
-   few timed outputs, chosen at random, go to the judge; host time over a batch and the profiler
-   trace check that no work escaped the events.
+   against it. Other processes on the GPU (NVML) or a busy host (run-queue delay) during a
+   timed phase mean it is measured again; when that keeps happening the result carries
+   `gpu_shared`/`host_shared` and no speedup, never a refusal. The bucket rule gives the
+   speedup and re-measures when buckets disagree; a few timed outputs, chosen at random, go to
+   the judge; the batch (host waits beyond the timed stream's span) and the profiler trace
+   check that no work escaped the events.
 7. Verdict, here in the parent, which never ran candidate code: status, reasons, flags.
 """
 
@@ -581,6 +583,8 @@ def _evaluate(run: _Run) -> None:
             bucket_spread=spread(buckets),
             remeasured=remeasured,
             host_ms_per_call=paired["host_ms_per_call"],
+            stream_ms_per_call=paired.get("stream_ms_per_call"),
+            reference_host_ms_per_call=paired.get("reference_host_ms_per_call"),
             candidate_alone=_stats(alone["candidate_ms"]) if alone else None,
         )
         if disturbed:
@@ -777,15 +781,17 @@ def _timing_facts(run: _Run, escaped_calls: int, timing: Timing, compare_times: 
         )
     if not compare_times:
         return
-    cand = timing.candidate.median_ms
-    host = timing.host_ms_per_call
+    host, stream = timing.host_ms_per_call, timing.stream_ms_per_call
     if (
         cfg.device == "cuda"
         and host is not None
-        and host > cfg.escape_ratio * cand + cfg.escape_slack_ms
+        and stream is not None
+        and host > cfg.escape_ratio * stream + cfg.escape_slack_ms
     ):
         run.flag(
-            f"escaped_work:host time {host:.4f} ms per call vs {cand:.4f} ms by events", reject=True
+            f"escaped_work:the host waited {host:.4f} ms per call, the timed stream ran "
+            f"{stream:.4f} ms: work outside the stream",
+            reject=True,
         )
     _check_baseline(run, timing)
 
@@ -868,9 +874,15 @@ def _provenance(run: _Run, prof: dict[str, Any], timing: Timing, compare_times: 
     streams = len({k["stream"] for k in kernels})
     run.result.provenance = Provenance(shares[:20], round(own_share, 4), streams, aten)
     timing.profiler_kernel_ms = round(_busy_ms(kernels), 5)
-    timing.candidate_gpu_busy = _fraction(timing.profiler_kernel_ms, timing.candidate.median_ms)
+    timing.candidate_gpu_busy = _fraction(
+        timing.profiler_kernel_ms,
+        max(timing.candidate.median_ms, timing.host_ms_per_call or 0.0),
+    )
     reference_busy_ms = _busy_ms(prof.get("reference_kernels", []))
-    timing.reference_gpu_busy = _fraction(reference_busy_ms, timing.reference.median_ms)
+    timing.reference_gpu_busy = _fraction(
+        reference_busy_ms,
+        max(timing.reference.median_ms, timing.reference_host_ms_per_call or 0.0),
+    )
     idle = [
         f"{who} {busy:.0%}"
         for who, busy in (

@@ -50,6 +50,12 @@ class Timing:
     bucket_spread: float
     remeasured: int
     host_ms_per_call: float | None = None
+    """Host wall time per candidate call over a batch of calls back to back (launching
+    included): what a stream of calls costs when the host, not the GPU, is the limit."""
+    stream_ms_per_call: float | None = None
+    """The timed stream's event span over the same batch: host waits beyond it were for work
+    outside the stream (`escaped_work`)."""
+    reference_host_ms_per_call: float | None = None
     profiler_kernel_ms: float | None = None
     speedup_basis: str = "paired"
     """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
@@ -59,7 +65,8 @@ class Timing:
     ran slower beside the candidate, to set the clean reference against like with like."""
     candidate_gpu_busy: float | None = None
     """Fraction of a candidate call the GPU ran its kernels (profiler, all streams, over the
-    median event time); low means launch-bound (`host_bound`)."""
+    longer of the median event time and the host's time per call): low means launch-bound
+    (`host_bound`)."""
     reference_gpu_busy: float | None = None
 
 
