@@ -217,7 +217,7 @@ def evaluate_all(
     phase: str,
     jobs: int,
     phase_s: float,
-) -> list[tuple[Subject | None, Any]]:
+) -> list[dict[str, Any]]:
     """Keep twice the pool's `jobs` in flight, in `items`' order, until the items or the
     phase's time (`phase_s`) run out; each result is appended to `log` as it comes, with its time
     since the phase began, so a call cut short still leaves what it measured."""
@@ -235,10 +235,22 @@ def evaluate_all(
                 break
             s, fut = in_flight.popleft()
             r = fut.result()
-            done.append((s, r))
             row = {"phase": phase, "t": round(time.monotonic() - t0, 1)}
             row |= {"subject": s.key if s else None, "status": r.status, "speedup": r.speedup}
-            row |= {"flags": [x.split(":")[0] for x in r.flags]}
+            row |= {"flags": [x.split(":")[0] for x in r.flags], "reasons": r.reasons[:1]}
+            if r.timing is not None:  # what the speedup was made of, to read a spread
+                t = r.timing
+                row["timing"] = {
+                    "basis": t.speedup_basis,
+                    "candidate_ms": t.candidate.median_ms,
+                    "reference_ms": t.reference.median_ms,
+                    "reference_clean_ms": t.reference_clean and t.reference_clean.median_ms,
+                    "candidate_alone_ms": t.candidate_alone and t.candidate_alone.median_ms,
+                    "host_ms_per_call": t.host_ms_per_call,
+                    "bucket_spread": round(t.bucket_spread, 4),
+                    "remeasured": t.remeasured,
+                }
+            done.append(row)
             f.write(json.dumps(row) + "\n")
             f.flush()
     return done
@@ -255,23 +267,28 @@ def rounds(subjects_: list[Subject], repeats: int, seed: int) -> list[Subject]:
     return out
 
 
-def speedups_by_subject(done: list[tuple[Subject | None, Any]]) -> dict[str, dict[str, Any]]:
+def speedups_by_subject(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for subject, r in done:
-        if subject is None:
+    for row in rows:
+        if row["subject"] is None:
             continue
-        row = out.setdefault(subject.key, {"speedups": [], "unmeasured": 0, "statuses": []})
-        row["statuses"].append(r.status)
-        if r.ok and r.speedup is None:
-            row["unmeasured"] += 1
-        elif r.speedup is not None:
-            row["speedups"].append(r.speedup)
+        got = out.setdefault(row["subject"], {"speedups": [], "unmeasured": 0, "statuses": []})
+        got["statuses"].append(row["status"])
+        if row["status"] == "ok" and row["speedup"] is None:
+            got["unmeasured"] += 1
+        elif row["speedup"] is not None:
+            got["speedups"].append(row["speedup"])
     return out
 
 
 def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
     config = EvalConfig(device=args.device)
-    wanted = {k for keys in CURATED.values() for k in keys[: args.pool_per_band]}
+    wanted = {
+        k
+        for band, keys in CURATED.items()
+        if not args.bands or band in args.bands
+        for k in keys[: args.pool_per_band]
+    }
     pool = [s for s in subjects(args.device) if args.all or s.key in wanted]
     print(f"{len(pool)} subjects; building them through the pool", flush=True)
     t0 = time.perf_counter()
@@ -279,11 +296,11 @@ def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
         built = evaluate_all(
             ev, [(s, s.task, s.source) for s in pool], args.log, "build", args.jobs, args.phase_s
         )
-    ok = {s.key for s, r in built if r.ok}
+    ok = {row["subject"] for row in built if row["status"] == "ok"}
     print(f"built in {time.perf_counter() - t0:.0f} s; {len(ok)} ok", flush=True)
-    for s, r in built:
-        if not r.ok:
-            print(f"  {s.key}: {r.status} {r.reasons[:1]}", flush=True)
+    for row in built:
+        if row["status"] != "ok":
+            print(f"  {row['subject']}: {row['status']} {row['reasons']}", flush=True)
     plain: dict[str, dict[str, float]] = {}
     for s in pool:
         if s.key in ok:
@@ -327,9 +344,16 @@ def phase_load(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any
     t0 = time.perf_counter()
     with LocalEvaluator(config, jobs=args.jobs) as ev:
         done = evaluate_all(ev, items, args.log, "load", args.jobs, args.phase_s)
-    wall = time.perf_counter() - t0
-    measured = [x for x in done if x[0] is not None]
-    fresh = [r for s, r in done if s is None]
+    return load_figures(alone, done, time.perf_counter() - t0, args.jobs)
+
+
+def load_figures(
+    alone: dict[str, Any], done: list[dict[str, Any]], wall: float, jobs: int
+) -> dict[str, Any]:
+    """The figures of `repeatability.json` from the under-load rows (also as read back from
+    `evaluations.jsonl` by `--phase report`, after a call was cut short)."""
+    measured = [row for row in done if row["subject"] is not None]
+    fresh = [row for row in done if row["subject"] is None]
     under_load = speedups_by_subject(done)
     bands: dict[str, Any] = {}
     for name, members in alone["bands_chosen"].items():
@@ -353,9 +377,9 @@ def phase_load(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any
         "commit": _commit(),
         "gpu": alone["gpu"],
         "load": {
-            "jobs": args.jobs,
+            "jobs": jobs,
             "fresh_candidates": len(fresh),
-            "fresh_ok": sum(r.ok for r in fresh),
+            "fresh_ok": sum(row["status"] == "ok" for row in fresh),
             "measured_evaluations": len(measured),
             "wall_s": round(wall, 1),
             "unmeasured": sum(v["unmeasured"] for v in under_load.values()),
@@ -387,7 +411,7 @@ def _commit() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--phase", choices=["alone", "load", "both"], required=True)
+    parser.add_argument("--phase", choices=["alone", "load", "both", "report"], required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--alone", type=Path, help="The alone phase's JSON (for --phase load).")
     parser.add_argument("--device", default="cuda")
@@ -399,6 +423,7 @@ def main() -> int:
     parser.add_argument("--per-band", type=int, default=6)
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--plain-pairs", type=int, default=50)
+    parser.add_argument("--bands", nargs="*", choices=list(BANDS), help="Only CURATED's of these.")
     parser.add_argument("--all", action="store_true", help="Every honest candidate, not CURATED.")
     parser.add_argument(
         "--pool-per-band", type=int, default=8, help="How many of CURATED's to build and time."
@@ -406,10 +431,17 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.log = args.out / "evaluations.jsonl"
+    if args.phase == "report":
+        args.log = args.alone.parent / "evaluations.jsonl"
     if args.phase == "both":
         alone = phase_alone(args)
         (args.out / "repeatability-alone.json").write_text(json.dumps(alone, indent=1))
         return report(phase_load(args, alone), args.out)
+    if args.phase == "report":  # from a cut-short call's log and its alone phase's JSON
+        rows = [json.loads(line) for line in args.log.read_text().splitlines()]
+        rows = [row for row in rows if row["phase"] == "load"]
+        alone = json.loads(args.alone.read_text())
+        return report(load_figures(alone, rows, max(row["t"] for row in rows), args.jobs), args.out)
     if args.phase == "alone":
         data = phase_alone(args)
         (args.out / "repeatability-alone.json").write_text(json.dumps(data, indent=1))
