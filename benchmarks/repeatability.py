@@ -249,6 +249,7 @@ def evaluate_all(
                     "host_ms_per_call": t.host_ms_per_call,
                     "bucket_spread": round(t.bucket_spread, 4),
                     "remeasured": t.remeasured,
+                    "cover_us": t.cover_us,
                 }
             done.append(row)
             f.write(json.dumps(row) + "\n")

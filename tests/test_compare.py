@@ -82,6 +82,10 @@ def test_bucket_rule_and_intervals():
     cand = [1.0] * 35 + [0.5] * 35
     buckets = bucket_speedups(ref, cand, 7)
     assert len(buckets) == 7 and buckets[0] == 2.0 and buckets[-1] == 4.0
+    # one hiccup of 50x in a bucket of ten 4 us calls leaves that bucket's speedup alone
+    cand = [0.004] * 70
+    cand[3] = 0.2
+    assert bucket_speedups([0.008] * 70, cand, 7) == [2.0] * 7
     assert spread([1.0, 1.0, 1.1]) == (1.1 - 1.0) / 1.0
     med, lo, hi = median_interval(list(range(101)))
     assert med == 50 and lo < 50 < hi

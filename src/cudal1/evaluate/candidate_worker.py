@@ -30,7 +30,7 @@ from cudal1.evaluate import harness
 from cudal1.evaluate.compare import flatten_outputs
 from cudal1.evaluate.protocol import result_channel, serve
 from cudal1.evaluate.reference import generate_inputs, prepare
-from cudal1.evaluate.timing import host_batch, l2_flusher, launch_cover_us, synchronize, time_call
+from cudal1.evaluate.timing import host_batch, l2_flusher, launch_cover, synchronize, time_call
 
 HOST_BATCH_CALLS = 10
 HOST_BATCHES = 3
@@ -269,8 +269,8 @@ class CandidateRunner:
                     if ref_seeds:
                         time_call(self.device, self.reference, ref_buf)
                 cover = {
-                    "cand": launch_cover_us(self.device, self.model, cand_buf),
-                    "ref": launch_cover_us(self.device, self.reference, ref_buf),
+                    "cand": launch_cover(self.device, self.model, cand_buf),
+                    "ref": launch_cover(self.device, self.reference, ref_buf),
                 }
                 for i in range(pairs):
                     if not ref_seeds:
@@ -286,7 +286,7 @@ class CandidateRunner:
                         )
                         harness.refill(buf, generate_inputs(self.task_module, seed, self.device))
                         flush()
-                        call = time_call(self.device, model, buf, cover[who])
+                        call = time_call(self.device, model, buf, cover[who][1])
                         if who == "ref":
                             ref_ms.append(call.ms)
                             continue
@@ -315,6 +315,7 @@ class CandidateRunner:
             "host_ms_per_call": host.wall_ms,
             "stream_ms_per_call": host.stream_ms,
             "reference_host_ms_per_call": reference_host.wall_ms if reference_host else None,
+            "cover_us": {who: round(us, 1) for who, (us, _) in cover.items()},
             **self._activity(),
         }
 
@@ -374,7 +375,7 @@ class _Trusted:
             "time_call",
             "l2_flusher",
             "host_batch",
-            "launch_cover_us",
+            "launch_cover",
             "same_bits",
             "bits",
         ),

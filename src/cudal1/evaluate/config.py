@@ -46,7 +46,8 @@ class EvalConfig:
     min_pairs: int = 21
     max_pairs: int = 140
     buckets: int = 7
-    """CUDA-L1's rule: split the pairs into this many buckets; reward = median of bucket means."""
+    """CUDA-L1's rule: split the pairs into this many buckets; reward = median over buckets of
+    each bucket's speedup (of medians, where the paper takes means: see `bucket_speedups`)."""
     max_bucket_spread: float = 0.10
     """Re-measure when (max - min) / median of bucket speedups exceeds this."""
     remeasure_limit: int = 2

@@ -585,6 +585,7 @@ def _evaluate(run: _Run) -> None:
             host_ms_per_call=paired["host_ms_per_call"],
             stream_ms_per_call=paired.get("stream_ms_per_call"),
             reference_host_ms_per_call=paired.get("reference_host_ms_per_call"),
+            cover_us=paired.get("cover_us"),
             candidate_alone=_stats(alone["candidate_ms"]) if alone else None,
         )
         if disturbed:

@@ -25,7 +25,7 @@ from cudal1.evaluate.compare import (
 from cudal1.evaluate.hygiene import check_task
 from cudal1.evaluate.protocol import result_channel, serve
 from cudal1.evaluate.reference import double_model, generate_inputs, prepare, run, to_double
-from cudal1.evaluate.timing import l2_flusher, launch_cover_us, time_call
+from cudal1.evaluate.timing import l2_flusher, launch_cover, time_call
 from cudal1.tasks import Task
 
 
@@ -115,7 +115,7 @@ class Judge:
         with torch.no_grad():
             for _ in range(warmup):
                 time_call(self.device, fn, buffers)
-            cover = launch_cover_us(self.device, fn, buffers)
+            _, cover = launch_cover(self.device, fn, buffers)
             for seed in seeds:
                 harness.refill(buffers, generate_inputs(self.task_module, seed, self.device))
                 flush()

@@ -56,6 +56,8 @@ class Timing:
     """The timed stream's event span over the same batch: host waits beyond it were for work
     outside the stream (`escaped_work`)."""
     reference_host_ms_per_call: float | None = None
+    cover_us: dict[str, float] | None = None
+    """The GPU-side wait ahead of each paired call, candidate (`cand`) and reference (`ref`)."""
     profiler_kernel_ms: float | None = None
     speedup_basis: str = "paired"
     """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
