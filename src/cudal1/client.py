@@ -1,0 +1,216 @@
+"""Client of the evaluation service (`cudal1 serve --http`): the reward from another machine.
+
+- `ServiceClient`: async, over httpx. `evaluate(task, source)` posts to `/v1/evaluate` and returns
+  the `EvalResult` the server's evaluator produced. It retries what a busy or restarting server
+  causes (503 with `Retry-After`, 502/504 from a proxy, refused or dropped connections), waiting
+  as told or backing off exponentially, and raises `ServiceError` at once for what retrying
+  cannot fix (401 wrong token, 400 bad task or field, 413 too large). Retrying a dropped request
+  is safe: an evaluation is a pure function of its inputs, and the server answers a repeat of an
+  evaluation in flight from that evaluation (its cache).
+- `ServiceEvaluator`: the evaluator interface of `cudal1.evaluate.service` over the service, so
+  the TRL reward (`train.reward.CudaL1Reward`), verl's `compute_score` and the optimize loop run
+  unchanged with the evaluator on another machine (`run.eval_backend = "http"`).
+
+This module sits beside `evaluate` in the flow: it imports results and tasks, nothing above.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cudal1 import __version__
+from cudal1.errors import Cudal1Error
+from cudal1.evaluate.config import EvalConfig
+from cudal1.evaluate.result import EvalResult
+from cudal1.tasks import Task
+
+log = logging.getLogger(__name__)
+
+RETRIED_STATUSES = (502, 503, 504)
+MIN_TOKEN_CHARS = 16
+
+
+class ServiceError(Cudal1Error):
+    """The service refused a request, or could not be reached within the retries."""
+
+
+def read_token(path: str | Path) -> str:
+    """The shared secret from a file (surrounding whitespace dropped), checked for length."""
+    path = Path(path)
+    try:
+        token = path.read_text().strip()
+    except OSError as e:
+        raise Cudal1Error(f"token file {str(path)!r}: {e.strerror}") from None
+    if len(token) < MIN_TOKEN_CHARS:
+        raise Cudal1Error(
+            f"token file {str(path)!r} holds {len(token)} characters; write a secret of at least "
+            f"{MIN_TOKEN_CHARS}, e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))' "
+            f"> {path}"
+        )
+    return token
+
+
+class ServiceClient:
+    """`async with ServiceClient(url, token) as c: result = await c.evaluate("L1_20", code)`."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout_s: float = 3600.0,
+        retries: int = 8,
+        backoff_s: float = 0.5,
+        max_wait_s: float = 60.0,
+    ) -> None:
+        """`timeout_s`: longest wait for one answer (an evaluation that builds CUDA code can
+        take minutes). `retries`: further attempts after a retryable failure; the wait before
+        each is the server's `Retry-After` or `backoff_s` doubling per attempt, with jitter,
+        at most `max_wait_s`."""
+        self.url = url.rstrip("/")
+        self.retries, self.backoff_s, self.max_wait_s = retries, backoff_s, max_wait_s
+        self.http = httpx.AsyncClient(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": f"cudal1/{__version__}"},
+            timeout=httpx.Timeout(timeout_s, connect=10.0),
+        )
+        self.retried = 0
+        """Attempts repeated so far (503s and connection failures), for logs and benchmarks."""
+
+    async def health(self) -> dict[str, Any]:
+        return (await self._request("GET", "/v1/health")).json()
+
+    async def evaluate(
+        self,
+        task: Task | str,
+        source: str,
+        *,
+        policy: str | None = None,
+        tolerance: str | None = None,
+        fresh: bool = False,
+    ) -> EvalResult:
+        """`task`: a `Task` (its source is sent, so the server judges exactly this text), or a
+        bundled task id, or a task file's source. `policy`/`tolerance`: None takes the
+        server's. `fresh`: measure again even if the server has this result cached."""
+        body: dict[str, Any] = {"source": source, "fresh": fresh}
+        if isinstance(task, Task):
+            body |= {"task": task.source, "task_id": task.id}
+        else:
+            body["task"] = task
+        if policy is not None:
+            body["policy"] = policy
+        if tolerance is not None:
+            body["tolerance"] = tolerance
+        response = await self._request("POST", "/v1/evaluate", json=body)
+        return EvalResult.from_dict(response.json())
+
+    async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = await self.http.request(method, path, **kw)
+            except httpx.TransportError as e:
+                if last:
+                    raise ServiceError(
+                        f"{self.url}{path}: {type(e).__name__}: {e or 'connection failed'} "
+                        f"(after {attempt + 1} attempts); is `cudal1 serve --http` running there?"
+                    ) from None
+                wait = self._backoff(attempt)
+                log.warning("%s%s: %s; retrying in %.1f s", self.url, path, type(e).__name__, wait)
+            else:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in RETRIED_STATUSES or last:
+                    raise ServiceError(
+                        f"{self.url}{path}: HTTP {response.status_code}: {_detail(response)}"
+                    )
+                wait = _retry_after(response) or self._backoff(attempt)
+                wait = min(wait, self.max_wait_s)
+                log.info(
+                    "%s%s: HTTP %d; retrying in %.1f s", self.url, path, response.status_code, wait
+                )
+            self.retried += 1
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _backoff(self, attempt: int) -> float:
+        # 0.5, 1, 2, 4 ... s with +-25 % jitter, so clients that failed together spread out
+        return min(self.max_wait_s, self.backoff_s * 2**attempt) * random.uniform(0.75, 1.25)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> ServiceClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", "")))
+    except ValueError:
+        return None
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("detail", response.text))
+    except ValueError:
+        return response.text[:500]
+
+
+class ServiceEvaluator:
+    """The evaluator interface (`submit`, `await evaluate`, a plain call, `close`) over the
+    service. The server's evaluator settings apply, except `policy` and `tolerance`, which come
+    from `config` with every request. Each call opens its own connection: reward functions run
+    under a new event loop per call (verl's `compute_score` uses `asyncio.run`), and an httpx
+    client belongs to the loop it started on."""
+
+    def __init__(self, url: str, token: str, config: EvalConfig, *, jobs: int = 4) -> None:
+        self.url, self.token, self.config = url, token, config
+        self.threads = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-service")
+        self._check_device()
+
+    def _check_device(self) -> None:
+        """Fail now, with the fix, when the service is unreachable or measures elsewhere than
+        the prompts say (they describe `config.device` to the model)."""
+        try:
+            health = httpx.get(f"{self.url.rstrip('/')}/v1/health", timeout=10.0).json()
+        except (httpx.HTTPError, ValueError) as e:
+            raise ServiceError(
+                f"cannot reach the evaluation service at {self.url} ({type(e).__name__}: {e}); "
+                "start it with `cudal1 serve --http HOST:PORT --token-file FILE`"
+            ) from None
+        if health.get("device") != self.config.device:
+            raise Cudal1Error(
+                f"the service at {self.url} evaluates on {health.get('device')!r} but the run's "
+                f"[eval].device is {self.config.device!r}: set eval.device={health.get('device')}"
+            )
+
+    async def evaluate(self, task: Task, source: str, *, fresh: bool = False) -> EvalResult:
+        async with ServiceClient(self.url, self.token) as client:
+            return await client.evaluate(
+                task,
+                source,
+                policy=self.config.policy,
+                tolerance=self.config.tolerance,
+                fresh=fresh,
+            )
+
+    def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:
+        return self.threads.submit(lambda: asyncio.run(self.evaluate(task, source, fresh=fresh)))
+
+    def __call__(self, task: Task, source: str) -> EvalResult:
+        return asyncio.run(self.evaluate(task, source))
+
+    def close(self) -> None:
+        self.threads.shutdown(wait=False, cancel_futures=True)
