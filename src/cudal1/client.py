@@ -3,8 +3,8 @@
 - `ServiceClient`: async, over httpx. `evaluate(task, source)` posts to `/v1/evaluate` and returns
   the `EvalResult` the server's evaluator produced. It retries what a busy or restarting server
   causes (503 with `Retry-After`, 502/504 from a proxy, refused or dropped connections), waiting
-  as told or backing off exponentially, and raises `ServiceError` at once for what retrying
-  cannot fix (401 wrong token, 400 bad task or field, 413 too large). Retrying a dropped request
+  as told or backing off exponentially, for up to `retry_for_s`, and raises `ServiceError` at
+  once for what retrying cannot fix (401 wrong token, 400 bad task or field, 413 too large). Retrying a dropped request
   is safe: an evaluation is a pure function of its inputs, and the server answers a repeat of an
   evaluation in flight from that evaluation (its cache).
 - `ServiceEvaluator`: the evaluator interface of `cudal1.evaluate.service` over the service, so
@@ -17,8 +17,10 @@ This module sits beside `evaluate` in the flow: it imports results and tasks, no
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import random
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -66,16 +68,18 @@ class ServiceClient:
         token: str,
         *,
         timeout_s: float = 3600.0,
-        retries: int = 8,
+        retry_for_s: float = 1800.0,
         backoff_s: float = 0.5,
         max_wait_s: float = 60.0,
     ) -> None:
         """`timeout_s`: longest wait for one answer (an evaluation that builds CUDA code can
-        take minutes). `retries`: further attempts after a retryable failure; the wait before
-        each is the server's `Retry-After` or `backoff_s` doubling per attempt, with jitter,
-        at most `max_wait_s`."""
+        take minutes). `retry_for_s`: how long to keep retrying a request the server is too
+        busy for or cannot be reached for, before giving up with `ServiceError`; the wait
+        before each retry is the server's `Retry-After`, else `backoff_s` doubling per attempt
+        with jitter, and at most `max_wait_s`. A budget of time, not of attempts: under a full
+        queue, a client that counted attempts would lose requests that waiting would save."""
         self.url = url.rstrip("/")
-        self.retries, self.backoff_s, self.max_wait_s = retries, backoff_s, max_wait_s
+        self.retry_for_s, self.backoff_s, self.max_wait_s = retry_for_s, backoff_s, max_wait_s
         self.http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": f"cudal1/{__version__}"},
@@ -99,6 +103,22 @@ class ServiceClient:
         """`task`: a `Task` (its source is sent, so the server judges exactly this text), or a
         bundled task id, or a task file's source. `policy`/`tolerance`: None takes the
         server's. `fresh`: measure again even if the server has this result cached."""
+        result, _ = await self.evaluate_timed(
+            task, source, policy=policy, tolerance=tolerance, fresh=fresh
+        )
+        return result
+
+    async def evaluate_timed(
+        self,
+        task: Task | str,
+        source: str,
+        *,
+        policy: str | None = None,
+        tolerance: str | None = None,
+        fresh: bool = False,
+    ) -> tuple[EvalResult, dict[str, float]]:
+        """`evaluate`, with the server's own account in seconds (its `Server-Timing`):
+        `queue`, waiting for a slot, and `evaluate`, holding one."""
         body: dict[str, Any] = {"source": source, "fresh": fresh}
         if isinstance(task, Task):
             body |= {"task": task.source, "task_id": task.id}
@@ -109,36 +129,32 @@ class ServiceClient:
         if tolerance is not None:
             body["tolerance"] = tolerance
         response = await self._request("POST", "/v1/evaluate", json=body)
-        return EvalResult.from_dict(response.json())
+        return EvalResult.from_dict(response.json()), _server_timing(response)
 
     async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
+        give_up = time.monotonic() + self.retry_for_s
+        for attempt in itertools.count():
             try:
                 response = await self.http.request(method, path, **kw)
             except httpx.TransportError as e:
-                if last:
-                    raise ServiceError(
-                        f"{self.url}{path}: {type(e).__name__}: {e or 'connection failed'} "
-                        f"(after {attempt + 1} attempts); is `cudal1 serve --http` running there?"
-                    ) from None
+                failure = f"{type(e).__name__}: {e or 'connection failed'}"
                 wait = self._backoff(attempt)
-                log.warning("%s%s: %s; retrying in %.1f s", self.url, path, type(e).__name__, wait)
             else:
                 if response.status_code < 400:
                     return response
-                if response.status_code not in RETRIED_STATUSES or last:
-                    raise ServiceError(
-                        f"{self.url}{path}: HTTP {response.status_code}: {_detail(response)}"
-                    )
-                wait = _retry_after(response) or self._backoff(attempt)
-                wait = min(wait, self.max_wait_s)
-                log.info(
-                    "%s%s: HTTP %d; retrying in %.1f s", self.url, path, response.status_code, wait
+                failure = f"HTTP {response.status_code}: {_detail(response)}"
+                if response.status_code not in RETRIED_STATUSES:
+                    raise ServiceError(f"{self.url}{path}: {failure}")
+                wait = min(_retry_after(response) or self._backoff(attempt), self.max_wait_s)
+            if time.monotonic() + wait > give_up:
+                raise ServiceError(
+                    f"{self.url}{path}: {failure}, still after {attempt + 1} attempts in "
+                    f"{self.retry_for_s:.0f} s; is `cudal1 serve --http` running there?"
                 )
+            log.info("%s%s: %s; retrying in %.1f s", self.url, path, failure, wait)
             self.retried += 1
             await asyncio.sleep(wait)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        raise AssertionError("unreachable: itertools.count() does not end")
 
     def _backoff(self, attempt: int) -> float:
         # 0.5, 1, 2, 4 ... s with +-25 % jitter, so clients that failed together spread out
@@ -159,6 +175,16 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(0.0, float(response.headers.get("Retry-After", "")))
     except ValueError:
         return None
+
+
+def _server_timing(response: httpx.Response) -> dict[str, float]:
+    """`queue;dur=12.5, evaluate;dur=3400.1` (milliseconds) -> {"queue": 0.0125, ...}."""
+    out = {}
+    for part in response.headers.get("Server-Timing", "").split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name and duration:
+            out[name] = float(duration) / 1e3
+    return out
 
 
 def _detail(response: httpx.Response) -> str:
