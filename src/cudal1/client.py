@@ -109,25 +109,11 @@ class ServiceClient:
         return result
 
     async def evaluate_timed(
-        self,
-        task: Task | str,
-        source: str,
-        *,
-        policy: str | None = None,
-        tolerance: str | None = None,
-        fresh: bool = False,
+        self, task: Task | str, source: str, **options: Any
     ) -> tuple[EvalResult, dict[str, float]]:
-        """`evaluate`, with the server's own account in seconds (its `Server-Timing`):
-        `queue`, waiting for a slot, and `evaluate`, holding one."""
-        body: dict[str, Any] = {"source": source, "fresh": fresh}
-        if isinstance(task, Task):
-            body |= {"task": task.source, "task_id": task.id}
-        else:
-            body["task"] = task
-        if policy is not None:
-            body["policy"] = policy
-        if tolerance is not None:
-            body["tolerance"] = tolerance
+        """`evaluate` (the same arguments), with the server's own account in seconds (its
+        `Server-Timing`): `queue`, waiting for a slot, and `evaluate`, holding one."""
+        body = _body(task, source, **options)
         response = await self._request("POST", "/v1/evaluate", json=body)
         return EvalResult.from_dict(response.json()), _server_timing(response)
 
@@ -175,6 +161,26 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(0.0, float(response.headers.get("Retry-After", "")))
     except ValueError:
         return None
+
+
+def _body(
+    task: Task | str,
+    source: str,
+    *,
+    policy: str | None = None,
+    tolerance: str | None = None,
+    fresh: bool = False,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"source": source, "fresh": fresh}
+    if isinstance(task, Task):
+        body |= {"task": task.source, "task_id": task.id}
+    else:
+        body["task"] = task
+    if policy is not None:
+        body["policy"] = policy
+    if tolerance is not None:
+        body["tolerance"] = tolerance
+    return body
 
 
 def _server_timing(response: httpx.Response) -> dict[str, float]:
