@@ -17,9 +17,11 @@ This module sits beside `evaluate` in the flow: it imports results and tasks, no
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import random
+import ssl
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -59,6 +61,14 @@ def read_token(path: str | Path) -> str:
     return token
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context per process: building one loads the CA bundle, about 70 ms of CPU here,
+    and a process opening a client per request (`ServiceEvaluator`) or dozens at once stalled
+    its event loop by that much per client."""
+    return httpx.create_ssl_context()
+
+
 class ServiceClient:
     """`async with ServiceClient(url, token) as c: result = await c.evaluate("L1_20", code)`."""
 
@@ -84,6 +94,7 @@ class ServiceClient:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": f"cudal1/{__version__}"},
             timeout=httpx.Timeout(timeout_s, connect=10.0),
+            verify=_tls(),
         )
         self.retried = 0
         """Attempts repeated so far (503s and connection failures), for logs and benchmarks."""
