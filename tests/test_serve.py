@@ -23,6 +23,7 @@ import pytest
 from cudal1.client import ServiceClient, ServiceError
 from cudal1.errors import Cudal1Error
 from cudal1.exemplars import ExemplarDB
+from cudal1.serve.admission import Admission
 
 from .conftest import RELU_TASK
 from .corpus import load_cases
@@ -142,6 +143,26 @@ def test_serve_command_refuses_bad_arguments_in_one_line(cli, tmp_path):
     for args, expected in bad.items():
         code, _, err = cli("serve", *args)
         assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_turned_away_requests_keep_their_place_in_line():
+    now = [0.0]
+    line = Admission(jobs=1, max_queue=1, grace_s=30, clock=lambda: now[0])
+    assert line.admit() is None  # runs
+    line.running = 1
+    assert line.admit() is None  # waits
+    line.waiting = 1
+    first, wait = line.admit()  # full: a ticket
+    second, later = line.admit()
+    assert (first, second) == (0, 1) and 1 <= wait < later
+    assert line.admit(first) is not None  # still full: the same place kept
+    assert list(line.tickets) == [first, second]
+    line.waiting = 0  # a seat frees: it is the oldest ticket's
+    assert line.admit()[0] == 2  # a newcomer does not take it
+    assert line.admit(second) is not None  # nor does a younger ticket
+    assert line.admit(first) is None
+    now[0] += 600 + 31  # the others never came back: their tickets lapse
+    assert line.admit() is None and not line.tickets
 
 
 def test_client_retries_an_unreachable_server_then_says_so():
@@ -357,7 +378,7 @@ def test_trl_grpo_takes_rollouts_and_rewards_from_the_environment(server, tmp_pa
 
 
 @pytest.mark.slow
-def test_training_reward_comes_from_the_service(server, tmp_path, cli):
+def test_training_reward_comes_from_the_service(server, tmp_path, cli, monkeypatch):
     from cudal1.evaluate import EvalConfig
     from cudal1.tasks import load_suite
     from cudal1.train.common import evaluator_for
@@ -380,6 +401,22 @@ def test_training_reward_comes_from_the_service(server, tmp_path, cli):
     assert reward.history[0]["statuses"] == {"ok": 1, "unparsed": 1}
     with pytest.raises(Cudal1Error, match="evaluates on 'cpu'"):
         evaluator_for(run, EvalConfig(device="cuda"))
+    from cudal1.optimize import ReviewThresholds
+    from cudal1.train import verl
+    from cudal1.train.config import GRPOStageConfig
+    from cudal1.train.reward import ShapingConfig
+
+    run.tasks = ["L1_20"]
+    files = verl.write_inputs(
+        run, GRPOStageConfig(), EvalConfig(device="cpu"), ShapingConfig(), ReviewThresholds()
+    )
+    monkeypatch.setenv(verl.CONFIG_ENV, str(files["config"]))
+    verl._Context._instance = None
+    try:  # verl's compute_score, its evaluator the service
+        assert verl.compute_score("cudal1", "no code", "L1_20") == -1.5
+        assert -1.5 < verl.compute_score("cudal1", completions[0], "L1_20") <= 1.5
+    finally:
+        verl._Context._instance = None
     code, _, err = cli(
         *("train", "grpo", "--backend", "trl", "--model", "tiny-random", "--device", "cpu"),
         *("--steps", "1", "--out", str(tmp_path / "grpo")),
@@ -398,6 +435,8 @@ def test_full_queue_retries_and_sigterm_answer_every_request(tmp_path):
     try:
         queued = asyncio.run(_full_queue_then_retry(server))
         assert [r.status for r in queued] == ["ok", "ok", "ok"]
+        # the ticket of the request that never came back holds a seat until it lapses
+        asyncio.run(_until(server, tickets=0))
         in_flight = asyncio.run(_sigterm_with_requests_in_flight(server))
         assert [r.status_code for r in in_flight] == [200, 200]
         assert [r.json()["status"] for r in in_flight] == ["ok", "ok"]
@@ -409,21 +448,22 @@ def test_full_queue_retries_and_sigterm_answer_every_request(tmp_path):
             server.proc.kill()
 
 
-async def _until(server: Server, running: int, queued: int) -> None:
+async def _until(server: Server, **expected: int) -> None:
+    """Poll /v1/health until its fields have the expected values."""
     async with httpx.AsyncClient() as http:
         for _ in range(3000):
             health = (await http.get(server.url + "/v1/health")).json()
-            if (health["running"], health["queue_length"]) == (running, queued):
+            if all(health[k] == v for k, v in expected.items()):
                 return
             await asyncio.sleep(0.1)
-    raise AssertionError(f"never {running} running and {queued} queued")
+    raise AssertionError(f"health never showed {expected}")
 
 
 async def _full_queue_then_retry(server: Server):
     async with ServiceClient(server.url, server.token, max_wait_s=1.0) as client:
         first = asyncio.create_task(client.evaluate("L1_20", SLOW + "# 1\n"))
         second = asyncio.create_task(client.evaluate("L1_20", SLOW + "# 2\n"))
-        await _until(server, running=1, queued=1)
+        await _until(server, running=1, queue_length=1)
         async with httpx.AsyncClient() as http:
             r = await http.post(
                 server.url + "/v1/evaluate",
@@ -431,7 +471,7 @@ async def _full_queue_then_retry(server: Server):
                 headers=server.headers(),
             )
         assert r.status_code == 503 and "queue is full" in r.json()["detail"]
-        assert int(r.headers["Retry-After"]) >= 1
+        assert int(r.headers["Retry-After"]) >= 1 and int(r.headers["Cudal1-Ticket"]) >= 0
         # 503s, retried until admitted
         third, timing = await client.evaluate_timed("L1_20", SLOW + "# 3\n")
         assert client.retried >= 1 and set(timing) == {"queue", "evaluate"}
@@ -449,7 +489,7 @@ async def _sigterm_with_requests_in_flight(server: Server):
             )
             for i in (4, 5)
         ]
-        await _until(server, running=1, queued=1)
+        await _until(server, running=1, queue_length=1)
         server.proc.send_signal(signal.SIGTERM)
         answers = await asyncio.gather(*sent)
     await asyncio.to_thread(server.proc.wait, 120)

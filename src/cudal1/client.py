@@ -3,7 +3,8 @@
 - `ServiceClient`: async, over httpx. `evaluate(task, source)` posts to `/v1/evaluate` and returns
   the `EvalResult` the server's evaluator produced. It retries what a busy or restarting server
   causes (503 with `Retry-After`, 502/504 from a proxy, refused or dropped connections), waiting
-  as told or backing off exponentially, for up to `retry_for_s`, and raises `ServiceError` at
+  as told (and showing the 503's ticket, which keeps its place in line) or backing off
+  exponentially, for up to `retry_for_s`, and raises `ServiceError` at
   once for what retrying cannot fix (401 wrong token, 400 bad task or field, 413 too large). Retrying a dropped request
   is safe: an evaluation is a pure function of its inputs, and the server answers a repeat of an
   evaluation in flight from that evaluation (its cache).
@@ -38,6 +39,8 @@ from cudal1.tasks import Task
 log = logging.getLogger(__name__)
 
 RETRIED_STATUSES = (502, 503, 504)
+TICKET = "Cudal1-Ticket"
+"""A 503's place in line, sent back with the retry (see `cudal1.serve.admission`)."""
 MIN_TOKEN_CHARS = 16
 
 
@@ -130,9 +133,10 @@ class ServiceClient:
 
     async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
         give_up = time.monotonic() + self.retry_for_s
+        ticket: dict[str, str] = {}  # a 503's place in line, shown again on each retry
         for attempt in itertools.count():
             try:
-                response = await self.http.request(method, path, **kw)
+                response = await self.http.request(method, path, headers=ticket, **kw)
             except httpx.TransportError as e:
                 failure = f"{type(e).__name__}: {e or 'connection failed'}"
                 wait = self._backoff(attempt)
@@ -143,6 +147,8 @@ class ServiceClient:
                 if response.status_code not in RETRIED_STATUSES:
                     raise ServiceError(f"{self.url}{path}: {failure}")
                 wait = min(_retry_after(response) or self._backoff(attempt), self.max_wait_s)
+                if TICKET in response.headers:
+                    ticket = {TICKET: response.headers[TICKET]}
             if time.monotonic() + wait > give_up:
                 raise ServiceError(
                     f"{self.url}{path}: {failure}, still after {attempt + 1} attempts in "

@@ -8,8 +8,9 @@
 
 Status codes: 401 without the right token, 413 for a body over the limit, 400 for malformed
 JSON, a bad field or a task given as source that cannot run, 503 with `Retry-After` when the
-queue is full. A candidate's crash, hang or hack is a verdict (200), never an error: it ran in
-processes of its own. Shutdown (SIGTERM, Ctrl-C) stops accepting connections, answers every
+queue is full, and a ticket that keeps the client's place in line (`admission.py`). A
+candidate's crash, hang or hack is a verdict (200), never an error: it ran in processes of
+its own. Shutdown (SIGTERM, Ctrl-C) stops accepting connections, answers every
 request already received, queued ones included, then stops the worker processes.
 """
 
@@ -21,7 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from cudal1 import __version__
-from cudal1.client import read_token
+from cudal1.client import TICKET, read_token
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 from cudal1.serve.auth import BearerAuth
@@ -66,8 +67,9 @@ def create_app(config: ServeConfig, eval_config: EvalConfig) -> FastAPI:
             "status": "ok",
             "device": eval_config.device,
             "pool_size": config.jobs,
-            "running": evaluations.running,
-            "queue_length": evaluations.waiting,
+            "running": evaluations.admission.running,
+            "queue_length": evaluations.admission.waiting,
+            "tickets": evaluations.admission.outstanding(),
             "max_queue": config.max_queue,
             "policy": eval_config.policy,
             "tolerance": eval_config.tolerance,
@@ -84,15 +86,17 @@ def create_app(config: ServeConfig, eval_config: EvalConfig) -> FastAPI:
             req = parse_evaluate(body, suite)
         except Cudal1Error as e:  # BadRequest, or a task source that does not parse
             raise HTTPException(400, str(e)) from None
-        if evaluations.full():
-            wait = evaluations.retry_after_s()
+        refused = evaluations.admission.admit(_ticket(request))
+        if refused is not None:
+            ticket, wait = refused
+            count = evaluations.admission
             return JSONResponse(
                 {
-                    "detail": f"the queue is full ({evaluations.waiting} waiting, "
-                    f"{evaluations.running} running): retry in {wait} s"
+                    "detail": f"the queue is full ({count.waiting} waiting, {count.running} "
+                    f"running): retry in {wait} s with header {TICKET}: {ticket}"
                 },
                 status_code=503,
-                headers={"Retry-After": str(wait)},
+                headers={"Retry-After": str(wait), TICKET: str(ticket)},
             )
         try:
             ran = await evaluations.run(
@@ -112,6 +116,15 @@ def create_app(config: ServeConfig, eval_config: EvalConfig) -> FastAPI:
     app.mount("/openenv", env_app(world, config.env_sessions))
     app.add_middleware(BearerAuth, token=token)  # outermost: nothing is read before the token
     return app
+
+
+def _ticket(request: Request) -> int | None:
+    """The place in line a 503 gave this client (see `admission.py`), if it shows one."""
+    given = request.headers.get(TICKET, "")
+    try:
+        return int(given) if given else None
+    except ValueError:
+        raise HTTPException(400, f"header {TICKET} must be the integer a 503 gave") from None
 
 
 def serve(config: ServeConfig, eval_config: EvalConfig) -> None:
