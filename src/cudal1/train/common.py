@@ -38,6 +38,18 @@ def open_db(run: RunConfig) -> ExemplarDB:
 
 
 def evaluator_for(run: RunConfig, config: EvalConfig) -> Evaluator:
+    if run.eval_backend == "http":
+        try:
+            from cudal1.client import ServiceEvaluator, read_token
+        except ImportError as e:
+            raise Cudal1Error(
+                f"eval_backend http needs {e.name}: pip install 'cudal1[client]'"
+            ) from None
+
+        assert run.eval_url is not None and run.eval_token_file is not None  # RunConfig checks
+        return ServiceEvaluator(
+            run.eval_url, read_token(run.eval_token_file), config, jobs=run.eval_jobs
+        )
     return make_evaluator(run.eval_backend, config, jobs=run.eval_jobs, address=run.ray_address)
 
 

@@ -45,8 +45,14 @@ class RunConfig:
     device: str = "cuda"
     """Where the model trains (the evaluator's device is [eval].device)."""
     eval_backend: str = "local"
-    """`local` or `ray` (then `ray_address`)."""
+    """`local`, `ray` (then `ray_address`) or `http`: a `cudal1 serve --http` service (then
+    `eval_url` and `eval_token_file`; the service's evaluator settings apply, except [eval]'s
+    policy and tolerance, sent with each request)."""
     ray_address: str | None = None
+    eval_url: str | None = None
+    """The service's address, e.g. `http://evalhost:8000`."""
+    eval_token_file: Path | None = None
+    """File holding the service's token."""
     eval_jobs: int = 4
     seed: int = 0
     report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
@@ -56,6 +62,12 @@ class RunConfig:
         self.out = Path(self.out)
         if self.split not in ("train", "heldout", "all"):
             raise ValueError(f"split must be train, heldout or all, not {self.split!r}")
+        if self.eval_backend not in ("local", "ray", "http"):
+            raise ValueError(f"eval_backend must be local, ray or http, not {self.eval_backend!r}")
+        if self.eval_backend == "http" and not (self.eval_url and self.eval_token_file):
+            raise ValueError("eval_backend http needs run.eval_url and run.eval_token_file")
+        if self.eval_token_file is not None:
+            self.eval_token_file = Path(self.eval_token_file)
 
 
 @dataclass(kw_only=True)
@@ -148,7 +160,20 @@ def load_config(path: Path | None, overrides: list[str]) -> dict[str, Any]:
             raw = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise Cudal1Error(f"config {path}: {e}") from None
-    for item in overrides:
+    for section, values in parse_overrides(overrides).items():
+        raw.setdefault(section, {}).update(values)
+    unknown = set(raw) - set(STAGES)
+    if unknown:
+        raise Cudal1Error(
+            f"unknown config section(s) {sorted(unknown)}: choose from {sorted(STAGES)}"
+        )
+    return {name: build(cls, raw.get(name, {}), name) for name, cls in STAGES.items()}
+
+
+def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
+    """`--set section.field=value` items by section (JSON values, bare strings allowed)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
         key, sep, value = item.partition("=")
         section, dot, name = key.partition(".")
         if not sep or not dot:
@@ -157,13 +182,8 @@ def load_config(path: Path | None, overrides: list[str]) -> dict[str, Any]:
             parsed = json.loads(value)
         except ValueError:
             parsed = value
-        raw.setdefault(section, {})[name] = parsed
-    unknown = set(raw) - set(STAGES)
-    if unknown:
-        raise Cudal1Error(
-            f"unknown config section(s) {sorted(unknown)}: choose from {sorted(STAGES)}"
-        )
-    return {name: build(cls, raw.get(name, {}), name) for name, cls in STAGES.items()}
+        out.setdefault(section, {})[name] = parsed
+    return out
 
 
 def build(cls: type[T], values: dict[str, Any], section: str) -> T:

@@ -16,9 +16,20 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from cudal1.exemplars import ExemplarDB, IslandSampler, Sampler
+from cudal1.exemplars import Exemplar, ExemplarDB, IslandSampler, Sampler
 from cudal1.policy import contrastive_prompt
 from cudal1.tasks import Task
+
+
+def draw_exemplars(
+    db: ExemplarDB, sampler: Sampler, task: Task, rng: random.Random
+) -> list[Exemplar]:
+    """The earlier candidates one prompt shows, from the task's correct rows as they are now
+    (the island sampler first gives new rows their island)."""
+    candidates = db.exemplars(task.id, correct_only=True)
+    if isinstance(sampler, IslandSampler):
+        sampler.assign(db, candidates, rng)
+    return sampler.sample(candidates, rng)
 
 
 class ContrastivePrompts:
@@ -47,12 +58,7 @@ class ContrastivePrompts:
         draw = self.draws[task.id]
         self.draws[task.id] += 1
         rng = random.Random(f"{self.seed}:{task.id}:{draw}")
-        shown = []
-        if self.exemplars:
-            candidates = self.db.exemplars(task.id, correct_only=True)
-            if isinstance(self.sampler, IslandSampler):
-                self.sampler.assign(self.db, candidates, rng)
-            shown = self.sampler.sample(candidates, rng)
+        shown = draw_exemplars(self.db, self.sampler, task, rng) if self.exemplars else []
         prompt = contrastive_prompt(
             task, shown, device=self.device, low_precision=self.low_precision
         )

@@ -35,6 +35,7 @@ from cudal1.optimize import ReviewThresholds
 from cudal1.policy import contrastive_prompt
 from cudal1.tasks import Task
 from cudal1.train.config import GRPOStageConfig, RunConfig
+from cudal1.train.prompts import draw_exemplars
 from cudal1.train.reward import CudaL1Reward, RewardShaper, ShapingConfig, unmeasured_result
 
 CONFIG_ENV = "CUDAL1_VERL_CONFIG"
@@ -86,7 +87,7 @@ def group_prompt(task: Task, group_id: str, ctx: _Context | None = None) -> dict
     shown = []
     if ctx.stage.exemplars > 0:
         rng = random.Random(f"{ctx.run.seed}:{task.id}:{group_id}")
-        shown = ctx.sampler.sample(ctx.db.exemplars(task.id, correct_only=True), rng)
+        shown = draw_exemplars(ctx.db, ctx.sampler, task, rng)
     prompt = contrastive_prompt(task, shown, device=ctx.eval.device)
     return {"messages": prompt.messages, "exemplar_ids": prompt.exemplar_ids}
 
