@@ -402,12 +402,15 @@ def load_figures(
 
 
 def _commit() -> str:
+    """CUDAL1_COMMIT when set (a device copy's git metadata can be older than its files)."""
+    if os.environ.get("CUDAL1_COMMIT"):
+        return os.environ["CUDAL1_COMMIT"]
     try:
         return subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("CUDAL1_COMMIT", "unknown")
+        return "unknown"
 
 
 def main() -> int:
