@@ -1,0 +1,141 @@
+"""Where a cold build's time goes: each honest corpus candidate that compiles C++ or CUDA
+(`load_inline`) is built from nothing in a fresh process, and ninja's own log splits the build
+into the host binding file (`torch/extension.h` and pybind11), the `.cu` files through nvcc,
+the C++ sources and the link; what is left of the wall time is Python (importing torch and the
+candidate, hashing sources, loading the built module). A second build of the same source shows
+what a cached build costs.
+
+    PYTHONPATH=src:. python3 benchmarks/build_breakdown.py --out DIR [--arch 9.0] [--jobs N]
+
+Writes DIR/build_breakdown.json and prints a table. No GPU is needed (the evaluator's builder
+has none either): CUDA is compiled for `--arch`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.corpus import load_cases
+
+BUILD_ONE = """
+import sys, time
+t0 = time.perf_counter()
+import torch
+from cudal1.tasks import load_suite
+from cudal1.evaluate.harness import import_candidate
+t_torch = time.perf_counter() - t0
+task = load_suite("bundled", validate=False).get(sys.argv[2]).load("full")
+module = import_candidate(__import__("pathlib").Path(sys.argv[1]))
+module.ModelNew(*task.init_inputs())
+print(t_torch, time.perf_counter() - t0)
+"""
+
+
+def ninja_parts(ext_root: Path) -> dict[str, float]:
+    """Seconds per kind of ninja target over every extension built under `ext_root`."""
+    parts = {"binding": 0.0, "nvcc": 0.0, "cpp": 0.0, "link": 0.0}
+    for log in ext_root.rglob(".ninja_log"):
+        for line in log.read_text().splitlines():
+            if line.startswith("#"):
+                continue
+            start, end, _, target, *_ = line.split("\t")
+            seconds = (int(end) - int(start)) / 1e3
+            if target.endswith(".so"):
+                parts["link"] += seconds
+            elif target.endswith(".cuda.o") or target.endswith(".cu.o"):
+                parts["nvcc"] += seconds
+            elif target == "main.o":
+                parts["binding"] += seconds
+            else:
+                parts["cpp"] += seconds
+    return parts
+
+
+def build(path: Path, task: str, ext_root: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, seconds of it importing torch) for one build in a fresh process."""
+    run_env = {**os.environ, **env, "TORCH_EXTENSIONS_DIR": str(ext_root)}
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD_ONE, str(path), task],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
+    t_torch, _ = map(float, out.stdout.split()[-2:])
+    return wall, t_torch
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--arch", default="9.0", help="TORCH_CUDA_ARCH_LIST for the builds.")
+    parser.add_argument("--jobs", type=int, default=None, help="MAX_JOBS (default: ninja's).")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N candidates.")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = {"TORCH_CUDA_ARCH_LIST": args.arch, "CUDA_VISIBLE_DEVICES": ""}
+    if args.jobs:
+        env["MAX_JOBS"] = str(args.jobs)
+    unique = {c.file: c for c in load_cases("honest") if "load_inline" in c.source}
+    cases = list(unique.values())[: args.limit]
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        path = Path(__file__).parent.parent / "tests" / "honest" / "candidates" / case.file
+        with tempfile.TemporaryDirectory(prefix="breakdown-") as tmp:
+            ext_root = Path(tmp) / "ext"
+            try:
+                cold, t_torch = build(path, case.task, ext_root, env)
+                cached, _ = build(path, case.task, ext_root, env)
+            except RuntimeError as e:
+                print(f"{case.file}: {e}", flush=True)
+                continue
+            parts = ninja_parts(ext_root)
+        kind = "cuda" if parts["nvcc"] > 0 else "cpp"
+        row = {"case": case.file, "task": case.task, "kind": kind, "cold_s": round(cold, 2)}
+        row |= {k: round(v, 2) for k, v in parts.items()}
+        row |= {
+            "python_s": round(cold - sum(parts.values()), 2),
+            "torch_import_s": round(t_torch, 2),
+        }
+        row |= {"cached_s": round(cached, 2)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    summary = {
+        kind: {
+            "n": len(group),
+            **{
+                f"median_{k}": round(statistics.median(r[k] for r in group), 2)
+                for k in ("cold_s", "binding", "nvcc", "cpp", "link", "python_s", "cached_s")
+            },
+        }
+        for kind in ("cuda", "cpp")
+        if (group := [r for r in rows if r["kind"] == kind])
+    }
+    data = {"env": env, "cpus": os.cpu_count(), "rows": rows, "summary": summary}
+    (args.out / "build_breakdown.json").write_text(json.dumps(data, indent=1))
+    print("| kind | n | cold | binding | nvcc | C++ | link | Python | cached |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for kind, s in summary.items():
+        print(
+            f"| {kind} | {s['n']} | {s['median_cold_s']} | {s['median_binding']} | "
+            f"{s['median_nvcc']} | {s['median_cpp']} | {s['median_link']} | "
+            f"{s['median_python_s']} | {s['median_cached_s']} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
