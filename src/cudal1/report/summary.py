@@ -4,7 +4,12 @@ Two counting rules, both labelled in every table:
 - `paper`: a missing, failing or rejected task counts as 1.0x (CUDA-L1's convention);
 - `strict`: it counts as a failure: 0x in the mean and quantiles, never "fast"; the geometric
   mean is then taken over correct tasks only (and says how many).
-fast_p is the fraction of all tasks that are correct and faster than p times the baseline.
+fast_p is KernelBench's metric: the fraction of all tasks that are correct and faster than p times
+the baseline (fast_0 is the fraction correct).
+
+A source may hold several samples per task (a KernelBench run directory): the statistics are
+then over tasks, each counted by its best sample (best of k), and `sample_summary` gives the same
+statistics for each sample number alone.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-FAST_P = (1.0, 1.2, 2.0)
+FAST_P = (0.0, 1.0, 1.2, 2.0)
 RULES = ("paper", "strict")
 
 
@@ -60,8 +65,39 @@ def _geomean(xs: Iterable[float]) -> float | None:
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
 
 
-def stats(rows: list[dict[str, Any]], baseline: str, rule: str) -> dict[str, Any]:
-    measured = [speedup_of(r, baseline, strict=rule == "strict") for r in rows]
+def by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped by task (a task with k samples has k rows), in first-seen order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r.get("task_id") or r.get("key") or "", []).append(r)
+    return out
+
+
+def samples_in(rows: list[dict[str, Any]]) -> list[int]:
+    """The sample numbers present (empty when the source has one solution per task)."""
+    return sorted({r["sample"] for r in rows if r.get("sample") is not None})
+
+
+def best_speedup(rows: list[dict[str, Any]], baseline: str, strict: bool = False) -> float | None:
+    """Best of k: the highest speedup among a task's correct samples, None if none is correct."""
+    values = [s for r in rows if (s := speedup_of(r, baseline, strict)) is not None]
+    return max(values, default=None)
+
+
+def stats(
+    rows: list[dict[str, Any]], baseline: str, rule: str, sample: int | None = None
+) -> dict[str, Any]:
+    """Statistics over the tasks of `rows`: each task counted by its best sample, or, with
+    `sample`, by that sample alone (a task without it counts as a failure)."""
+    strict = rule == "strict"
+    measured = [
+        best_speedup(
+            task_rows if sample is None else [r for r in task_rows if r.get("sample") == sample],
+            baseline,
+            strict,
+        )
+        for task_rows in by_task(rows).values()
+    ]
     correct = [s for s in measured if s is not None]
     fill = 1.0 if rule == "paper" else 0.0
     values = [s if s is not None else fill for s in measured]
@@ -103,6 +139,22 @@ def summary(rows: list[dict[str, Any]], baselines: list[str]) -> dict[str, Any]:
     }
 
 
+def sample_summary(rows: list[dict[str, Any]], baselines: list[str]) -> dict[str, Any]:
+    """Over all scored tasks: each sample number alone, then best of k ({} with no samples)."""
+    samples = samples_in(rows)
+    if not samples:
+        return {}
+    scored = groups(rows)["overall"]
+    out = {
+        f"sample {s}": {b: {rule: stats(scored, b, rule, s) for rule in RULES} for b in baselines}
+        for s in samples
+    }
+    out[f"best of {len(samples)}"] = {
+        b: {rule: stats(scored, b, rule) for rule in RULES} for b in baselines
+    }
+    return out
+
+
 def degenerate(row: dict[str, Any]) -> list[str]:
     """The null answers (zeros, constant, ...) that pass the row's task under the run's
     tolerance: non-empty means the task cannot tell a real kernel from a constant."""
@@ -134,6 +186,7 @@ def refused(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(
             {
                 "task_id": r.get("task_id") or r.get("key"),
+                "sample": r.get("sample"),
                 "status": status or "error",
                 "reasons": [*reasons, *flagged.values()],
                 "flagged": list(flagged),
