@@ -6,7 +6,7 @@ import pytest
 
 from cudal1.errors import Cudal1Error
 
-from .conftest import REPO
+from .conftest import REPO, result_for
 
 FOLDED = (REPO / "examples" / "L2_8_fold_batchnorm.py").read_text()
 INIT = """
@@ -134,7 +134,6 @@ def test_prompt_sees_scores_of_the_database(tmp_path):
     """The exemplars a round shows come from the database with their measured scores."""
     import asyncio
 
-    from cudal1.evaluate.result import EvalResult
     from cudal1.exemplars import ExemplarDB
     from cudal1.optimize import OptimizeConfig, Optimizer
     from cudal1.policy import ReplayPolicy
@@ -143,16 +142,7 @@ def test_prompt_sees_scores_of_the_database(tmp_path):
     task = load_suite("bundled", validate=False).get("L2_8")
     db = ExemplarDB(tmp_path / "x.db")
     db.ensure_reference(task)
-    ok = EvalResult(
-        status="ok",
-        task_id=task.id,
-        task_hash=task.hash,
-        candidate_hash="h",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=2.34,
-    )
+    ok = result_for(task, 2.34)
     db.add(task, SAME, ok)
     seen = []
 
@@ -173,7 +163,6 @@ def test_compact_prompt_and_retries_of_unusable_answers(tmp_path):
     answer is stored, and the events say which answer stood."""
     import asyncio
 
-    from cudal1.evaluate.result import EvalResult
     from cudal1.exemplars import ExemplarDB
     from cudal1.optimize import OptimizeConfig, Optimizer
     from cudal1.policy import ReplayPolicy
@@ -181,16 +170,7 @@ def test_compact_prompt_and_retries_of_unusable_answers(tmp_path):
 
     task = load_suite("bundled", validate=False).get("L2_8")
     db = ExemplarDB(tmp_path / "exemplars.db")
-    ok = EvalResult(
-        status="ok",
-        task_id=task.id,
-        task_hash=task.hash,
-        candidate_hash="h",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=1.01,
-    )
+    ok = result_for(task, 1.01)
     body = SAME.split("class ModelNew(nn.Module):", 1)[1]
     # continuations of the prefill: prose, cut in forward, then a whole class
     replies = ["I will make it faster.", body[:-8], body + "```\n"]

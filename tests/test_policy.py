@@ -17,6 +17,8 @@ from cudal1.policy import (
 )
 from cudal1.tasks import load_suite
 
+from .conftest import result_for
+
 TASK = load_suite("bundled", validate=False).get("L1_20")
 
 GOOD = """## Performance analysis
@@ -81,20 +83,10 @@ def test_parser_sections():
 
 
 def test_prompt_shows_exemplars_with_scores(tmp_path):
-    from cudal1.evaluate.result import EvalResult
 
     db = ExemplarDB(tmp_path / "x.db")
     ref = db.ensure_reference(TASK)
-    r = EvalResult(
-        status="ok",
-        task_id=TASK.id,
-        task_hash=TASK.hash,
-        candidate_hash="h",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=1.87,
-    )
+    r = result_for(TASK, 1.87)
     fast = db.add(TASK, "class ModelNew:\n    fast = True\n", r)
     prompt = contrastive_prompt(TASK, [ref, fast], device="cpu")
     user = prompt.messages[-1]["content"]
@@ -235,20 +227,10 @@ def test_a_cut_off_answer_is_shortened_never_extended():
 
 
 def test_compact_prompt_shows_the_class_and_correct_exemplars(tmp_path):
-    from cudal1.evaluate.result import EvalResult
 
     db = ExemplarDB(tmp_path / "x.db")
     ref = db.ensure_reference(TASK)
-    r = EvalResult(
-        status="ok",
-        task_id=TASK.id,
-        task_hash=TASK.hash,
-        candidate_hash="h",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=1.25,
-    )
+    r = result_for(TASK, 1.25)
     fast = db.add(TASK, "class ModelNew(nn.Module):\n    fast = True\n", r)
     prompt = contrastive_prompt(TASK, [ref, fast], device="cpu", style="compact")
     user = prompt.messages[-1]["content"]
