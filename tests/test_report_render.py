@@ -288,3 +288,49 @@ def test_csv_and_json_exports(run_dir: Path) -> None:
     assert overall["paper"]["fast_0"] == pytest.approx(4 / 7)
     assert [s["task_id"] for s in doc["solutions"]] == [r["task_id"] for r in ROWS]
     assert doc["solutions"][5]["flags"] == ["side_stream", "gpu_hog"]
+
+
+def test_unmeasured_results_count_apart_and_never_as_speedups(tmp_path: Path) -> None:
+    """A correct result whose timing other work disturbed (`ok`, speedup None) is in no speedup
+    figure, fast_p's numerators included, and the summary, tables and exports count it apart;
+    best of k takes a measured sample over an unmeasured one."""
+    import csv
+
+    from cudal1.report.summary import stats
+
+    disturbed = _failed("L1_3", 1, "train", "ok", flags=["host_shared: timing waited 40 %"])
+    rows = [*ROWS, disturbed]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "run.json").write_text(json.dumps({"suite": "bundled", "eval": {}}))
+    strict, paper = stats(rows, "eager", "strict"), stats(rows, "eager", "paper")
+    assert (strict["tasks"], strict["correct"], strict["unmeasured"]) == (8, 3, 1)
+    assert strict["fast_0"] == pytest.approx(3 / 8)
+    assert (paper["correct"], paper["unmeasured"]) == (4, 1)
+    assert stats(ROWS, "eager", "strict")["unmeasured"] == 0
+
+    write_report(tmp_path, html=True, csv=True, json_=True)
+    md = (tmp_path / "report.md").read_text()
+    assert "3/8 (+1 unmeasured)" in _rule_rows(_section(md, "### overall"), "eager")["strict"]
+    assert "| L1_3 | 1 | train | ok (unmeasured) | - | - |" in md
+    with (tmp_path / "solutions.csv").open() as f:
+        table = {r["task_id"]: r for r in csv.DictReader(f)}
+    assert table["L1_3"]["status"] == "ok" and table["L1_3"]["unmeasured"] == "True"
+    assert table["L1_3"]["speedup_vs_eager"] == "" and table["L1_3"]["strict_counted"] == "False"
+    assert table["L1_1"]["unmeasured"] == "False"
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["summary"]["overall"]["eager"]["strict"]["unmeasured"] == 1
+    assert "<img" in (tmp_path / "report.html").read_text()
+
+    def sample(task: str, s: int, row: dict[str, Any]) -> dict[str, Any]:
+        return row | {"key": f"{task}#sample{s}", "sample": s}
+
+    k = [
+        sample("L1_5", 0, _failed("L1_5", 1, "train", "ok")),  # unmeasured
+        sample("L1_5", 1, _failed("L1_5", 1, "train", "incorrect")),
+        sample("L1_6", 0, _failed("L1_6", 1, "train", "ok")),  # unmeasured
+        sample("L1_6", 1, _ok("L1_6", 1, "train", 1.5, 1.2)),
+    ]
+    best = stats(k, "eager", "strict")
+    assert (best["correct"], best["unmeasured"], best["fast_1"]) == (1, 1, 0.5)
+    first = stats(k, "eager", "strict", sample=0)
+    assert (first["correct"], first["unmeasured"], first["fast_0"]) == (0, 2, 0.0)

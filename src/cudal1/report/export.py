@@ -20,6 +20,7 @@ from cudal1.report.summary import (
     sample_summary,
     speedup_of,
     summary,
+    unmeasured,
 )
 
 LIST_FIELDS = ("reasons", "flags", "techniques", "degenerate_nulls")
@@ -28,7 +29,8 @@ LIST_FIELDS = ("reasons", "flags", "techniques", "degenerate_nulls")
 
 def solution_record(row: dict[str, Any], baselines: list[str]) -> dict[str, Any]:
     """One flat record per solution; `speedup_vs_B` is the measured speedup (None unless the
-    solution is correct), `strict_counted` whether the strict rule counts it."""
+    solution is correct and measured), `unmeasured` whether it is correct but its timing was
+    disturbed by other work (no speedup), `strict_counted` whether the strict rule counts it."""
     result = row.get("result") or {}
     roof = row.get("roofline") or {}
     measured = row.get("baselines") or {}
@@ -40,6 +42,7 @@ def solution_record(row: dict[str, Any], baselines: list[str]) -> dict[str, Any]
         "split": row.get("split"),
         "origin": row.get("origin"),
         "status": result.get("status") or "error",
+        "unmeasured": unmeasured(row),
         "error": row.get("error"),
         "reasons": list(result.get("reasons") or []),
         "flags": list(result.get("flags") or []),

@@ -31,6 +31,7 @@ from cudal1.report.summary import (
     speedup_of,
     summary,
     technique_table,
+    unmeasured,
 )
 
 MD_CODE_TASKS = 10
@@ -42,7 +43,8 @@ RULE_NOTE = (
     "degenerate task (one a null answer passes); the geomean is then over the tasks it counts "
     "as correct only. fast_p (KernelBench's metric) is the fraction of all "
     "tasks that are correct and more than p times faster than the baseline; fast_0 is the "
-    "fraction correct."
+    "fraction correct. A correct solution whose timing other work disturbed is unmeasured: it "
+    "has no speedup, counts like a failure, and is counted apart (`+N unmeasured`)."
 )
 SAMPLES_NOTE = (
     "This run holds {k} samples per task: the summary counts each task by its best sample "
@@ -168,7 +170,7 @@ def _round_blocks(run: Run) -> list[Block]:
             best_so_far = max([best_so_far, *speedups])
             statuses: dict[str, int] = {}
             for r in answers:
-                key = (r.get("result") or {}).get("status") or "unparsed"
+                key = _status(r) if r.get("result") else "unparsed"
                 statuses[key] = statuses.get(key, 0) + 1
             rows.append(
                 [
@@ -274,9 +276,10 @@ def _stat_cells(s: dict[str, Any], fast: list[str]) -> list[str]:
     if not s.get("tasks"):
         return ["-"] * (8 + len(fast))
     numbers = [fmt(s[k]) for k in ("mean", "max", "p75", "median", "p25", "geomean")]
-    return [*numbers, f"{s['correct']}/{s['tasks']}", str(s["above_1.01"])] + [
-        fmt(s[k]) for k in fast
-    ]
+    correct = f"{s['correct']}/{s['tasks']}"
+    if s.get("unmeasured"):
+        correct += f" (+{s['unmeasured']} unmeasured)"
+    return [*numbers, correct, str(s["above_1.01"])] + [fmt(s[k]) for k in fast]
 
 
 def _refused_blocks(rows: list[dict[str, Any]]) -> list[Block]:
@@ -337,7 +340,9 @@ def _task_order(row: dict[str, Any]) -> tuple[int, int, str, int]:
 
 def _status(row: dict[str, Any]) -> str:
     result = row.get("result")
-    return result["status"] if result else f"error ({row.get('error') or 'not evaluated'})"
+    if not result:
+        return f"error ({row.get('error') or 'not evaluated'})"
+    return "ok (unmeasured)" if unmeasured(row) else result["status"]
 
 
 def _task_table(run: Run) -> Table:
@@ -361,7 +366,9 @@ def _task_table(run: Run) -> Table:
 
 def _code_blocks(run: Run, limit: int | None) -> list[Block]:
     """Correct solutions beside their references, fastest first (`limit` of them, or all)."""
-    correct = [r for r in run.rows if _status(r) == "ok" and r.get("code")]
+    correct = [
+        r for r in run.rows if (r.get("result") or {}).get("status") == "ok" and r.get("code")
+    ]
     correct.sort(key=lambda r: -(speedup_of(r, run.primary) or 0.0))
     shown = correct if limit is None else correct[:limit]
     if not shown:

@@ -5,7 +5,9 @@ Two counting rules, both labelled in every table:
 - `strict`: it counts as a failure: 0x in the mean and quantiles, never "fast"; the geometric
   mean is then taken over correct tasks only (and says how many).
 fast_p is KernelBench's metric: the fraction of all tasks that are correct and faster than p times
-the baseline (fast_0 is the fraction correct).
+the baseline (fast_0 is the fraction correct and measured). An unmeasured solution (correct, but
+every timing was disturbed by other work, so no speedup) counts like a failure in every figure,
+fast_p's numerators included, and `unmeasured` counts such tasks separately.
 
 A source may hold several samples per task (a KernelBench run directory): the statistics are
 then over tasks, each counted by its best sample (best of k), and `sample_summary` gives the same
@@ -50,6 +52,12 @@ def speedup_of(row: dict[str, Any], baseline: str, strict: bool = False) -> floa
     )
 
 
+def unmeasured(row: dict[str, Any]) -> bool:
+    """Correct, but every timing was disturbed by other work: there is no speedup to count."""
+    result = row.get("result") or {}
+    return result.get("status") == "ok" and result.get("speedup") is None
+
+
 def _quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if len(xs) == 1:
@@ -90,14 +98,16 @@ def stats(
     """Statistics over the tasks of `rows`: each task counted by its best sample, or, with
     `sample`, by that sample alone (a task without it counts as a failure)."""
     strict = rule == "strict"
-    measured = [
-        best_speedup(
-            task_rows if sample is None else [r for r in task_rows if r.get("sample") == sample],
-            baseline,
-            strict,
-        )
+    chosen = [
+        task_rows if sample is None else [r for r in task_rows if r.get("sample") == sample]
         for task_rows in by_task(rows).values()
     ]
+    measured = [best_speedup(task_rows, baseline, strict) for task_rows in chosen]
+    # tasks with no measured speedup whose only correct samples were not measured
+    not_measured = sum(
+        s is None and any(unmeasured(r) for r in task_rows)
+        for s, task_rows in zip(measured, chosen, strict=True)
+    )
     correct = [s for s in measured if s is not None]
     fill = 1.0 if rule == "paper" else 0.0
     values = [s if s is not None else fill for s in measured]
@@ -115,6 +125,7 @@ def stats(
         "geomean": geo,
         "geomean_over": len(values) if rule == "paper" else len(correct),
         "above_1.01": sum(s > 1.01 for s in correct),
+        "unmeasured": not_measured,
         **{f"fast_{p:g}": sum(s > p for s in correct) / len(values) for p in FAST_P},
     }
 
