@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudal1.cli import main
+from cudal1.evaluate.result import EvalResult
 
 REPO = Path(__file__).resolve().parents[1]
 CUDAL1_RELEASE = REPO.parent / "shared" / "data" / "cuda-l1-h100.jsonl"
@@ -107,3 +108,18 @@ def cli(capsys):
         return code, out, err
 
     return run
+
+
+def result_for(task, speedup: float | None, status: str = "ok") -> EvalResult:
+    """A CPU EvalResult for `task` with only a status and a speedup: for tests of what
+    consumes results (the database, prompts, rewards) without evaluating anything."""
+    return EvalResult(
+        status=status,  # type: ignore[arg-type]
+        task_id=task.id,
+        task_hash=task.hash,
+        candidate_hash="h",
+        device="cpu",
+        policy="any",
+        tolerance_mode="calibrated",
+        speedup=speedup,
+    )

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from cudal1.errors import Cudal1Error
 from cudal1.report.bench import read_solutions
 from cudal1.report.summary import load_rows, refused, stats, summary
 
@@ -245,3 +246,112 @@ def test_an_entry_out_of_device_memory_is_retried_alone_after_the_others(
     assert honest["result"]["status"] == "ok"
     if "retried_alone" not in honest:  # else its timing was disturbed (a busy host): retried too
         assert order == ["L1_2", "L1_1"]  # the retry comes after the rest
+
+
+# --- a KernelBench run directory: several samples per problem -------------------------------
+
+KB_SAMPLES = {  # task -> its samples, in sample order: (corpus, candidate file)
+    "L1_11": [
+        ("redteam", "zeros_softmax.py"),
+        ("honest", "softmax_via_logsumexp.py"),
+        ("redteam", "constant_mean_softmax.py"),
+    ],
+    "L2_1": [
+        ("honest", "gemm_bias_relu_addmm.py"),
+        ("redteam", "return_parameter_as_output.py"),
+        ("redteam", "mutate_weights_between_calls.py"),
+    ],
+}
+
+
+@pytest.fixture
+def kernelbench_run(tmp_path):
+    """The bundled suite's two tasks laid out as KernelBench's `KernelBench/` directory, and a
+    generation run (`runs/NAME/level_L_problem_P_sample_S_kernel.py`) of honest and hack
+    candidates from the corpora; returns (suite dir, run dir, expected statuses per file)."""
+    from cudal1.tasks import load_suite
+
+    from .corpus import load_cases
+
+    bundled = load_suite("bundled", validate=False)
+    suite = tmp_path / "KernelBench"
+    run = tmp_path / "runs" / "smoke"
+    run.mkdir(parents=True)
+    cases = {(c.corpus, c.file, c.task): c for k in ("honest", "redteam") for c in load_cases(k)}
+    expected = {}
+    for task_id, samples in KB_SAMPLES.items():
+        task = bundled.get(task_id)
+        level_dir = suite / f"level{task.level}"
+        level_dir.mkdir(parents=True, exist_ok=True)
+        number = task_id.split("_")[1]
+        (level_dir / f"{number}_{task.name}.py").write_text(task.source)
+        for s, (corpus, file) in enumerate(samples):
+            case = cases[(corpus, file, task_id)]
+            name = f"level_{task.level}_problem_{number}_sample_{s}_kernel.py"
+            (run / name).write_text(case.source)
+            expected[f"{task_id}#sample{s}"] = case.status
+    return suite, run, expected
+
+
+@pytest.mark.slow
+def test_bench_kernelbench_run_directory_per_sample_and_best_of_k(cli, kernelbench_run, tmp_path):
+    suite, run, expected = kernelbench_run
+    out = tmp_path / "audit"
+    code, stdout, err = cli(
+        "bench", str(suite), "--solutions", str(run), "--device", "cpu", "--out", str(out)
+    )
+    assert code == 0, err
+    rows = {r["key"]: r for r in load_rows(out / "results.jsonl")}
+    assert set(rows) == set(expected)
+    for key, statuses in expected.items():
+        assert rows[key]["result"]["status"] in statuses, (key, rows[key]["result"]["reasons"])
+    assert rows["L1_11#sample1"]["sample"] == 1 and rows["L1_11#sample1"]["level"] == 1
+    # Best of 3: each problem has one honest sample, so both are solved; sample 0 alone
+    # solves L2_1 only (L1_11's sample 0 is a hack).
+    best = stats(list(rows.values()), "eager", "strict")
+    assert best["tasks"] == 2 and best["correct"] == 2 and best["fast_0"] == 1.0
+    first = stats(list(rows.values()), "eager", "strict", sample=0)
+    assert first["correct"] == 1 and first["fast_0"] == 0.5
+    assert "3 samples per task; tasks counted by their best" in stdout
+    assert "fast_0 1.000" in stdout and "sample 0: correct 1/2" in stdout
+
+    code, _, err = cli("report", str(out), "--html", "--csv", "--json")
+    assert code == 0, err
+    md = (out / "report.md").read_text()
+    assert "best of 3" in md and "| sample 0 |" in md and "fast_0" in md
+    assert "| L1_11 | 0 | 1 |" in md  # the per-solution table has a sample column
+    assert "L1_11 sample 0" in md  # the refusal audit names the sample
+    assert (out / "report.html").read_text().count("<img") >= 1
+    import csv
+
+    with (out / "solutions.csv").open() as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 6
+    assert {(r["task_id"], r["sample"]) for r in table} == {
+        (t, str(s)) for t in KB_SAMPLES for s in range(3)
+    }
+    ok = [r for r in table if r["status"] == "ok"]
+    assert len(ok) == 2 and all(float(r["speedup_vs_eager"]) > 0 for r in ok)
+    assert all(float(r["eager_ms"]) > 0 for r in table)
+    doc = json.loads((out / "report.json").read_text())
+    assert set(doc["per_sample"]) == {"sample 0", "sample 1", "sample 2", "best of 3"}
+    assert doc["per_sample"]["best of 3"]["eager"]["strict"]["correct"] == 2
+    assert len(doc["solutions"]) == 6 and "code" not in doc["solutions"][0]
+
+
+def test_kernelbench_run_directory_layout(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "level_2_problem_17_sample_3_kernel.py").write_text("x = 1\n")
+    (run / "level_1_problem_5_sample_0_kernel.py").write_text("y = 2\n")
+    (run / "eval_results.json").write_text("{}")  # KernelBench's own files are left alone
+    sols = read_solutions(str(run))
+    assert [(s.task_id, s.sample, s.key) for s in sols] == [
+        ("L1_5", 0, "L1_5#sample0"),
+        ("L2_17", 3, "L2_17#sample3"),
+    ]
+    (run / "L1_5.py").write_text("z = 3\n")
+    with pytest.raises(Cudal1Error, match=r"L1_5\.py: a KernelBench run directory holds only"):
+        read_solutions(str(run))
+    with pytest.raises(Cudal1Error, match=r"holds no \.py files"):
+        read_solutions(str(tmp_path / "run" / ".."))  # the parent holds only the run folder

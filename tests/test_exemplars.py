@@ -4,24 +4,16 @@ import random
 
 import pytest
 
-from cudal1.evaluate.result import EvalResult
 from cudal1.exemplars import BucketSampler, ExemplarDB, IslandSampler, UniformSampler
 from cudal1.tasks import load_suite
+
+from .conftest import result_for
 
 TASK = load_suite("bundled", validate=False).get("L1_20")
 
 
 def _result(speedup, status="ok"):
-    return EvalResult(
-        status=status,
-        task_id=TASK.id,
-        task_hash=TASK.hash,
-        candidate_hash="x",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=speedup,
-    )
+    return result_for(TASK, speedup, status)
 
 
 def _db(tmp_path, speedups):

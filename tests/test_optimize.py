@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from .conftest import REPO
+from cudal1.errors import Cudal1Error
+
+from .conftest import REPO, result_for
 
 FOLDED = (REPO / "examples" / "L2_8_fold_batchnorm.py").read_text()
 INIT = """
@@ -103,6 +105,20 @@ def test_optimize_replay_three_rounds_and_resume(cli, tmp_path):
     report = (out / "report.md").read_text()
     assert "Resumed after round 2" in report and "incorrect" in report
 
+    # `cudal1 report` reads the optimize run as it reads a bench run: every answer a row.
+    code, _, err = cli("report", str(out), "--html", "--csv")
+    assert code == 0, err
+    md = (out / "report.md").read_text()
+    assert "# cudal1 optimize report" in md and "## Rounds" in md
+    assert "| L2_8 | 0 | 2 | 1 |" in md  # round 0: two answers, one correct, one unparsed
+    assert "unparsed: no usable ModelNew in the answer" in md
+    assert "best of 5" in md
+    page = (out / "report.html").read_text()
+    assert '<img alt="speedup per level against each baseline"' in page
+    assert len((out / "solutions.csv").read_text().splitlines()) == 1 + 5
+    code, _, err = cli("report", str(tmp_path))
+    assert code == 2 and "holds neither results.jsonl nor exemplars.db" in err
+
 
 class _Fixed:
     """An evaluator that answers every candidate with the same result."""
@@ -118,7 +134,6 @@ def test_prompt_sees_scores_of_the_database(tmp_path):
     """The exemplars a round shows come from the database with their measured scores."""
     import asyncio
 
-    from cudal1.evaluate.result import EvalResult
     from cudal1.exemplars import ExemplarDB
     from cudal1.optimize import OptimizeConfig, Optimizer
     from cudal1.policy import ReplayPolicy
@@ -127,16 +142,7 @@ def test_prompt_sees_scores_of_the_database(tmp_path):
     task = load_suite("bundled", validate=False).get("L2_8")
     db = ExemplarDB(tmp_path / "x.db")
     db.ensure_reference(task)
-    ok = EvalResult(
-        status="ok",
-        task_id=task.id,
-        task_hash=task.hash,
-        candidate_hash="h",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=2.34,
-    )
+    ok = result_for(task, 2.34)
     db.add(task, SAME, ok)
     seen = []
 
@@ -150,3 +156,49 @@ def test_prompt_sees_scores_of_the_database(tmp_path):
     asyncio.run(opt.run())
     text = seen[0].messages[-1]["content"]
     assert "speedup 2.34" in text and "speedup 1.00" in text
+
+
+def test_compact_prompt_and_retries_of_unusable_answers(tmp_path):
+    """An answer with no usable ModelNew is asked for again from the same prompt; every
+    answer is stored, and the events say which answer stood."""
+    import asyncio
+
+    from cudal1.exemplars import ExemplarDB
+    from cudal1.optimize import OptimizeConfig, Optimizer
+    from cudal1.policy import ReplayPolicy
+    from cudal1.tasks import load_suite
+
+    task = load_suite("bundled", validate=False).get("L2_8")
+    db = ExemplarDB(tmp_path / "exemplars.db")
+    ok = result_for(task, 1.01)
+    body = SAME.split("class ModelNew(nn.Module):", 1)[1]
+    # continuations of the prefill: prose, cut in forward, then a whole class
+    replies = ["I will make it faster.", body[:-8], body + "```\n"]
+    policy = ReplayPolicy(_replay(tmp_path / "r.jsonl", [replies]))
+    events = []
+    config = OptimizeConfig(rounds=1, samples=1, device="cpu", prompt="compact", retries=2)
+    summary = asyncio.run(
+        Optimizer(task, policy, db, _Fixed(ok), config, on_event=events.append).run()
+    )
+    results = [e for e in events if e["event"] == "result"]
+    assert [(e["status"], e["final"]) for e in results] == [
+        ("unparsed", False),
+        ("unparsed", False),
+        ("ok", True),
+    ]
+    assert "does not parse" in results[1]["error"]
+    assert sorted(e.status for e in db.exemplars(task.id)) == ["ok", "ok", "unparsed", "unparsed"]
+    best = summary.best
+    assert best is not None and best.code.startswith("import torch") and "```" not in best.code
+
+    from cudal1.optimize import write_outputs
+    from cudal1.report.render import write_report
+
+    write_outputs(tmp_path, summary, db, {"suite": "bundled", "eval": {"device": "cpu"}})
+    write_report(tmp_path, html=True)
+    md = (tmp_path / "report.md").read_text()
+    assert "| L2_8 | 0 | 3 | 1 | 1.010 | 1.010 | ok 1, unparsed 2 |" in md
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("<img") == 2 and "speedup of each answer, in the order written" in page
+    with pytest.raises(Cudal1Error, match="unknown prompt style"):
+        OptimizeConfig(prompt="tiny")

@@ -7,11 +7,9 @@ faster than its roofline, so every figure below can be checked by hand.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -256,22 +254,10 @@ def test_html_is_self_contained_with_side_by_side_code(run_dir: Path) -> None:
     assert "strict rule: failures count as failures; geomean over correct tasks only (n=3)" in page
 
 
-@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
 def test_html_embeds_plots(run_dir: Path) -> None:
     page = render_html(run_dir)
     assert page.count('<img alt="') == 2  # per-level speedups, and speedup vs roofline
     assert '<img alt="speedup per level against each baseline" src="data:image/png;base64,' in page
-
-
-def test_html_without_matplotlib_says_how_to_get_plots(
-    run_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import raises ImportError
-    page = render_html(run_dir)
-    assert "pip install cudal1[report]" in page
-    assert "<img" not in page
 
 
 def test_unknown_suite_drops_references_only(run_dir: Path) -> None:
@@ -280,3 +266,71 @@ def test_unknown_suite_drops_references_only(run_dir: Path) -> None:
     md = render_markdown(run_dir)
     assert "(reference not available)" in md
     assert "| rows | 7 |" in md
+
+
+def test_csv_and_json_exports(run_dir: Path) -> None:
+    import csv
+
+    paths = write_report(run_dir, html=False, csv=True, json_=True)
+    assert paths == [run_dir / "report.md", run_dir / "solutions.csv", run_dir / "report.json"]
+    with (run_dir / "solutions.csv").open() as f:
+        table = {r["task_id"]: r for r in csv.DictReader(f)}
+    assert set(table) == {r["task_id"] for r in ROWS}
+    assert table["L1_1"]["status"] == "ok" and float(table["L1_1"]["speedup_vs_compile"]) == 1.5
+    assert table["L2_1"]["beyond_roofline"] == "True" and table["L2_1"]["strict_counted"] == "False"
+    assert table["L1_11"]["flags"] == "side_stream; gpu_hog"
+    assert table["L1_11"]["claimed_eager"] == "3.0" and table["L1_11"]["speedup_vs_eager"] == ""
+    assert table["L1_2"]["status"] == "error" and table["L1_2"]["error"] == "no submission"
+    doc = json.loads((run_dir / "report.json").read_text())
+    assert doc["baselines"] == ["eager", "compile"] and doc["per_sample"] == {}
+    overall = doc["summary"]["overall"]["eager"]
+    assert overall["paper"]["correct"] == 4 and overall["strict"]["correct"] == 3
+    assert overall["paper"]["fast_0"] == pytest.approx(4 / 7)
+    assert [s["task_id"] for s in doc["solutions"]] == [r["task_id"] for r in ROWS]
+    assert doc["solutions"][5]["flags"] == ["side_stream", "gpu_hog"]
+
+
+def test_unmeasured_results_count_apart_and_never_as_speedups(tmp_path: Path) -> None:
+    """A correct result whose timing other work disturbed (`ok`, speedup None) is in no speedup
+    figure, fast_p's numerators included, and the summary, tables and exports count it apart;
+    best of k takes a measured sample over an unmeasured one."""
+    import csv
+
+    from cudal1.report.summary import stats
+
+    disturbed = _failed("L1_3", 1, "train", "ok", flags=["host_shared: timing waited 40 %"])
+    rows = [*ROWS, disturbed]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "run.json").write_text(json.dumps({"suite": "bundled", "eval": {}}))
+    strict, paper = stats(rows, "eager", "strict"), stats(rows, "eager", "paper")
+    assert (strict["tasks"], strict["correct"], strict["unmeasured"]) == (8, 3, 1)
+    assert strict["fast_0"] == pytest.approx(3 / 8)
+    assert (paper["correct"], paper["unmeasured"]) == (4, 1)
+    assert stats(ROWS, "eager", "strict")["unmeasured"] == 0
+
+    write_report(tmp_path, html=True, csv=True, json_=True)
+    md = (tmp_path / "report.md").read_text()
+    assert "3/8 (+1 unmeasured)" in _rule_rows(_section(md, "### overall"), "eager")["strict"]
+    assert "| L1_3 | 1 | train | ok (unmeasured) | - | - |" in md
+    with (tmp_path / "solutions.csv").open() as f:
+        table = {r["task_id"]: r for r in csv.DictReader(f)}
+    assert table["L1_3"]["status"] == "ok" and table["L1_3"]["unmeasured"] == "True"
+    assert table["L1_3"]["speedup_vs_eager"] == "" and table["L1_3"]["strict_counted"] == "False"
+    assert table["L1_1"]["unmeasured"] == "False"
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["summary"]["overall"]["eager"]["strict"]["unmeasured"] == 1
+    assert "<img" in (tmp_path / "report.html").read_text()
+
+    def sample(task: str, s: int, row: dict[str, Any]) -> dict[str, Any]:
+        return row | {"key": f"{task}#sample{s}", "sample": s}
+
+    k = [
+        sample("L1_5", 0, _failed("L1_5", 1, "train", "ok")),  # unmeasured
+        sample("L1_5", 1, _failed("L1_5", 1, "train", "incorrect")),
+        sample("L1_6", 0, _failed("L1_6", 1, "train", "ok")),  # unmeasured
+        sample("L1_6", 1, _ok("L1_6", 1, "train", 1.5, 1.2)),
+    ]
+    best = stats(k, "eager", "strict")
+    assert (best["correct"], best["unmeasured"], best["fast_1"]) == (1, 1, 0.5)
+    first = stats(k, "eager", "strict", sample=0)
+    assert (first["correct"], first["unmeasured"], first["fast_0"]) == (0, 2, 0.0)

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from cudal1.evaluate.result import EvalResult
 from cudal1.exemplars import BucketSampler, ExemplarDB
 from cudal1.optimize import ReviewThresholds, review
 from cudal1.tasks import load_suite
@@ -20,20 +19,13 @@ from cudal1.train.reward import (
     unmeasured_result,
 )
 
+from .conftest import result_for
+
 TASK = load_suite("bundled", validate=False).get("L1_20")
 
 
 def _ok(speedup):
-    return EvalResult(
-        status="ok",
-        task_id=TASK.id,
-        task_hash=TASK.hash,
-        candidate_hash="h",
-        device="cpu",
-        policy="any",
-        tolerance_mode="calibrated",
-        speedup=speedup,
-    )
+    return result_for(TASK, speedup)
 
 
 def test_round_toward_one():

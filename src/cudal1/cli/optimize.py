@@ -18,6 +18,12 @@ from cudal1.policy import make_policy
 from cudal1.tasks import BUNDLED, resolve_task
 
 console = Console()
+# The embedded 135M model (benchmarks/embedded_policy.py measures what they give): a low
+# temperature keeps it close to the code it was shown, the answers it gets right are short
+# classes, and retries draw new samples when the code comes out unusable.
+EMBEDDED_RETRIES = 2
+EMBEDDED_TEMPERATURE = 0.5
+EMBEDDED_MAX_NEW_TOKENS = 400
 
 
 def optimize_command(
@@ -45,7 +51,19 @@ def optimize_command(
     review_llm: str = typer.Option(
         None, help="A reviewing LLM for suspicious wins (same forms as --llm)."
     ),
-    max_new_tokens: int = typer.Option(768, help="Answer length limit for the local model."),
+    prompt: str = typer.Option(
+        "auto",
+        help="paper (CUDA-L1's three-part prompt), compact (short, few-shot, code start "
+        "prefilled: for small models), or auto (compact for the embedded model).",
+    ),
+    retries: int = typer.Option(
+        None,
+        help="Fresh samples per answer while it has no usable ModelNew (default: 2 for the "
+        "embedded model, 0 otherwise).",
+    ),
+    max_new_tokens: int = typer.Option(
+        None, help="Answer length limit for a local model (default: 400 embedded, 768 otherwise)."
+    ),
     eval_jobs: int = typer.Option(4, help="Evaluations in flight at once."),
     backend: str = typer.Option("local", help=f"Evaluation backend: {', '.join(BACKENDS)}."),
     address: str = typer.Option(
@@ -61,7 +79,14 @@ def optimize_command(
     dev = resolve_device(device)
     out_dir = out or Path("runs") / f"optimize-{the_task.id}"
     store = ExemplarDB(db or out_dir / "exemplars.db")
-    extra = {"max_new_tokens": max_new_tokens} if llm.startswith("local") else {}
+    embedded = llm == "local"  # the bundled 135M model: compact prompt, retries
+    extra: dict = {}
+    if llm.startswith("local"):
+        default_tokens = EMBEDDED_MAX_NEW_TOKENS if embedded else 768
+        extra = {"max_new_tokens": max_new_tokens or default_tokens, "seed": seed}
+        if embedded:
+            extra["temperature"] = EMBEDDED_TEMPERATURE
+    style = ("compact" if embedded else "paper") if prompt == "auto" else prompt
     the_policy = make_policy(llm, model, **extra)
     reviewer = Reviewer(make_policy(review_llm, model)) if review_llm else None
     eval_config = EvalConfig(device=dev, policy=policy, tolerance=tolerance, sandbox=not no_sandbox)  # type: ignore[arg-type]
@@ -74,6 +99,8 @@ def optimize_command(
         seed=seed,
         device=dev,
         low_precision=tolerance == "kernelbench",
+        prompt=style,
+        retries=(EMBEDDED_RETRIES if embedded else 0) if retries is None else retries,
         eval_jobs=eval_jobs,
         run=run,
     )
@@ -87,8 +114,14 @@ def optimize_command(
         console=console,
     ) as progress:
         bar = progress.add_task(f"optimize {the_task.id}", total=rounds, note="generating")
+        counts = {"generated": 0, "answers": 0, "parsed": 0, "correct": 0}
 
         def on_event(e: dict) -> None:
+            if e["event"] == "result":
+                counts["generated"] += 1
+                counts["answers"] += e["final"]
+                counts["parsed"] += e["final"] and e["status"] != "unparsed"
+                counts["correct"] += e["status"] == "ok"
             if e["event"] == "round":
                 progress.update(bar, completed=e["round"] + 1, note=f"best {e['best_so_far']:.3f}x")
             elif e["event"] == "result":
@@ -105,7 +138,9 @@ def optimize_command(
             summary = asyncio.run(optimizer.run())
         finally:
             evaluator.close()
-    write_outputs(out_dir, summary, store)
+    given_as_file = task.endswith(".py") or Path(task).is_file()
+    meta = {"suite": the_task.origin if given_as_file else suite, "eval": eval_config.to_dict()}
+    write_outputs(out_dir, summary, store, meta)
     best = summary.best
     console.print((out_dir / "report.md").read_text(), markup=False)
     if best is not None and not best.is_reference:
@@ -116,3 +151,13 @@ def optimize_command(
     console.print(
         f"LLM: {u.requests} answers, {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"
     )
+    retried = counts["generated"] - counts["answers"]
+    console.print(
+        f"answers: {counts['answers']}, parsed {counts['parsed']}, correct {counts['correct']}"
+        + (f" ({retried} unusable answers asked for again)" if retried else "")
+    )
+    if style == "compact":
+        console.print(
+            "compact prompt: every answer continues a prefilled start (a ```python fence, the "
+            "reference's imports and the `class ModelNew` line); the model wrote the rest"
+        )

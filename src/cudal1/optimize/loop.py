@@ -4,7 +4,9 @@ Each round: the sampler picks N earlier candidates from the database, the prompt
 with their speedups, the policy writes G answers, each answer is parsed and evaluated, and every
 result is stored. Generation of round r+1 starts as soon as round r's answers are in, so it
 overlaps round r's evaluations. With `turns > 1`, a failed or slow answer goes back to the model
-with the evaluator's feedback for another attempt. Suspiciously large wins are re-measured and
+with the evaluator's feedback for another attempt; with `retries > 0`, an answer with no usable
+`ModelNew` is asked for again from the same prompt (a fresh sample: small models often lose the
+code's thread, and a served model's failures cost a request). Suspiciously large wins are re-measured and
 optionally reviewed (`review.py`). The database and the round log are the state: a second
 invocation with the same run name resumes after the last finished round.
 """
@@ -31,6 +33,7 @@ from cudal1.policy import (
     feedback,
     parse_answer,
 )
+from cudal1.policy.prompts import STYLES
 from cudal1.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,12 @@ class OptimizeConfig:
     device: str = "cuda"
     low_precision: bool = False
     """Tell the model lower precision is allowed (use with --tolerance kernelbench)."""
+    prompt: str = "paper"
+    """`paper` (CUDA-L1's three-part prompt) or `compact` (for small models: short, few-shot,
+    the code's start prefilled; see `cudal1.policy.prompts`)."""
+    retries: int = 0
+    """Fresh samples asked for, per answer, while the answer has no usable `ModelNew`. Each
+    unusable answer is still stored (status `unparsed`)."""
     eval_jobs: int = 4
     """Evaluations in flight at once (device phases still take turns on the device lock)."""
     run: str = "optimize"
@@ -61,6 +70,12 @@ class OptimizeConfig:
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.samples < 1 or self.exemplars < 1 or self.turns < 1:
             raise Cudal1Error("rounds, samples, exemplars and turns must all be >= 1")
+        if self.retries < 0:
+            raise Cudal1Error(f"retries must be >= 0, got {self.retries}")
+        if self.prompt not in STYLES:
+            raise Cudal1Error(
+                f"unknown prompt style {self.prompt!r}: choose one of {', '.join(STYLES)}"
+            )
 
 
 @dataclass
@@ -128,7 +143,10 @@ class Optimizer:
                 asyncio.create_task(self._generate(r + 1)) if r + 1 < self.cfg.rounds else None
             )
             results = await asyncio.gather(
-                *(self._attempt(prompt, c.text, r, turn=1) for c in completions)
+                *(
+                    self._attempt(prompt, c.text, r, turn=1, retries=self.cfg.retries)
+                    for c in completions
+                )
             )
             rounds.append(self._close_round(r, [x for group in results for x in group]))
         if pending is not None:
@@ -143,7 +161,11 @@ class Optimizer:
             self.sampler.maybe_reset(self.db, candidates, rng)
         shown = self.sampler.sample(candidates, rng)
         prompt = contrastive_prompt(
-            self.task, shown, device=self.cfg.device, low_precision=self.cfg.low_precision
+            self.task,
+            shown,
+            device=self.cfg.device,
+            low_precision=self.cfg.low_precision,
+            style=self.cfg.prompt,
         )
         self.on_event(
             {"event": "prompt", "round": r, "exemplars": [(e.id, e.speedup) for e in shown]}
@@ -151,8 +173,11 @@ class Optimizer:
         completions = await self.policy.complete(prompt, self.cfg.samples)
         return prompt, completions
 
-    async def _attempt(self, prompt: Prompt, text: str, r: int, turn: int) -> list[Exemplar]:
-        """Parse, evaluate, review, store one answer; then, with turns left, ask again."""
+    async def _attempt(
+        self, prompt: Prompt, text: str, r: int, turn: int, retries: int = 0
+    ) -> list[Exemplar]:
+        """Parse, evaluate, review, store one answer; then, with retries left and no usable code,
+        ask the same prompt again; with turns left, ask again with the evaluator's feedback."""
         parsed = parse_answer(text)
         result: EvalResult | None = None
         if parsed.ok:
@@ -183,6 +208,12 @@ class Optimizer:
         key = result.status if result is not None else "unparsed"
         if key != "ok":
             self.failures[key] = self.failures.get(key, 0) + 1
+        retry = None
+        if not parsed.ok and retries > 0:
+            try:
+                retry = (await self.policy.complete(prompt, 1))[0]
+            except PolicyExhausted:
+                retry = None
         self.on_event(
             {
                 "event": "result",
@@ -191,9 +222,13 @@ class Optimizer:
                 "status": key,
                 "speedup": result.speedup if result else None,
                 "id": stored.id,
+                "final": retry is None,
+                "error": parsed.error,
             }
         )
         out = [stored]
+        if retry is not None:  # asked again: the new answer stands in for this one
+            return out + await self._attempt(prompt, retry.text, r, turn, retries - 1)
         slow = result is not None and result.ok and (result.speedup or 0.0) < self._best_speedup()
         if turn < self.cfg.turns and (result is None or not result.ok or slow):
             follow = prompt.with_turn(text, feedback(result, parsed.error))
@@ -201,7 +236,7 @@ class Optimizer:
                 answer = (await self.policy.complete(follow, 1))[0]
             except PolicyExhausted:
                 return out
-            out += await self._attempt(follow, answer.text, r, turn + 1)
+            out += await self._attempt(follow, answer.text, r, turn + 1, self.cfg.retries)
         return out
 
     async def _reevaluate(self, code: str) -> EvalResult:

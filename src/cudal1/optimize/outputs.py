@@ -1,16 +1,25 @@
-"""What `cudal1 optimize` leaves in its output directory: `best.py` and a short report."""
+"""What `cudal1 optimize` leaves in its output directory: `best.py`, a short report (`report.md`,
+which `cudal1 report OUT` rewrites as the full one), `summary.json`, and `run.json` (the suite and
+evaluator settings, which `cudal1 report` reads as it reads a bench run's)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from cudal1.exemplars import ExemplarDB
 from cudal1.optimize.loop import OptimizeSummary
 
 
-def write_outputs(out_dir: Path, summary: OptimizeSummary, db: ExemplarDB) -> None:
+def write_outputs(
+    out_dir: Path, summary: OptimizeSummary, db: ExemplarDB, meta: dict[str, Any]
+) -> None:
+    """`meta`: the suite (`suite`: a suite spec or a task file) and the `eval` settings."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "run.json").write_text(
+        json.dumps({"kind": "optimize", "baselines": ["eager"], **meta}, indent=1)
+    )
     best = summary.best
     if best is not None and not best.is_reference:
         (out_dir / "best.py").write_text(best.code)

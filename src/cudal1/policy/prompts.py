@@ -1,9 +1,21 @@
 """Contrastive prompts (CUDA-L1 stage 3): the reference, N earlier candidates with their measured
 speedups, and the three-part answer the model must give. Templates are editable Markdown files
-(`templates/` here, or a directory of your own with the same file names)."""
+(`templates/` here, or a directory of your own with the same file names).
+
+Two styles:
+- `paper`: CUDA-L1's prompt (the reference file, exemplars with scores, rules, and a three-part
+  answer: performance analysis, algorithm design, code).
+- `compact`: for small models (the embedded 135M one), which lose the thread in a long prompt and
+  do not write the three parts: the reference `Model` class with its imports, the earlier correct
+  candidates with their speedups (a short few-shot from the exemplar database), and an answer
+  *prefilled* with the start of the code: a ```python fence, the reference's imports and the
+  header `class ModelNew(...):` (without its newline). The model writes everything after it; the prefill is
+  part of the answer the policy returns (`Completion.prefilled` says how much of it).
+"""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -13,7 +25,17 @@ from cudal1.evaluate import EvalResult
 from cudal1.exemplars import Exemplar
 from cudal1.tasks import Task
 
-TEMPLATE_FILES = ("system.md", "contrastive.md", "exemplar.md", "feedback.md")
+TEMPLATE_FILES = (
+    "system.md",
+    "contrastive.md",
+    "exemplar.md",
+    "feedback.md",
+    "compact.md",
+    "compact_exemplar.md",
+)
+STYLES = ("paper", "compact")
+COMPACT_SYSTEM = "You write fast, correct PyTorch code."
+COMPACT_DEVICE = {"cuda": "an NVIDIA GPU", "cpu": "the CPU"}
 DEVICE_DESCRIPTION = {
     "cuda": "an NVIDIA GPU (CUDA; Hopper-class, sm_90)",
     "cpu": "a CPU (PyTorch CPU tensors; C++ through load_inline(cpp_sources=...))",
@@ -34,6 +56,9 @@ class Prompt:
     task_id: str
     messages: list[dict[str, str]]
     exemplar_ids: list[int] = field(default_factory=list)
+    prefill: str = ""
+    """The start of the assistant's answer: the model continues it, and the answer a policy
+    returns begins with it (empty: the model writes the whole answer)."""
 
     def with_turn(self, answer: str, feedback: str) -> Prompt:
         """The conversation extended by the model's answer and the evaluator's feedback."""
@@ -42,7 +67,7 @@ class Prompt:
             {"role": "assistant", "content": answer},
             {"role": "user", "content": feedback},
         ]
-        return Prompt(self.task_id, messages, self.exemplar_ids)
+        return Prompt(self.task_id, messages, self.exemplar_ids, self.prefill)
 
 
 def load_templates(directory: str | Path | None = None) -> dict[str, str]:
@@ -63,10 +88,16 @@ def contrastive_prompt(
     device: str = "cuda",
     low_precision: bool = False,
     templates: dict[str, str] | None = None,
+    style: str = "paper",
 ) -> Prompt:
     """The paper's prompt: reference, exemplars with scores (slowest first), three-part answer.
-    With no exemplars (plain GRPO, or stage 1) the section says only the reference exists."""
+    With no exemplars (plain GRPO, or stage 1) the section says only the reference exists.
+    `style="compact"`: the prompt for small models (module docstring)."""
     t = templates or load_templates()
+    if style == "compact":
+        return _compact_prompt(task, exemplars, device, t)
+    if style != "paper":
+        raise Cudal1Error(f"unknown prompt style {style!r}: choose one of {', '.join(STYLES)}")
     blocks = []
     for i, e in enumerate(exemplars, start=1):
         if e.is_reference:
@@ -91,6 +122,50 @@ def contrastive_prompt(
         {"role": "user", "content": user},
     ]
     return Prompt(task.id, messages, [e.id for e in exemplars])
+
+
+def _compact_prompt(
+    task: Task, exemplars: list[Exemplar], device: str, t: dict[str, str]
+) -> Prompt:
+    imports, model_class, base = _reference_parts(task)
+    shown = [
+        t["compact_exemplar.md"].format(speedup=f"{e.speedup or 0.0:.2f}", code=e.code.strip())
+        for e in exemplars
+        if not e.is_reference  # the reference is shown in full above
+    ]
+    user = t["compact.md"].format(
+        device_description=COMPACT_DEVICE.get(device, device),
+        reference_code=f"{imports}\n\n\n{model_class}",
+        exemplars="".join(shown),
+    )
+    if "torch.nn.functional" not in imports:
+        imports += "\nimport torch.nn.functional as F"
+    messages = [
+        {"role": "system", "content": COMPACT_SYSTEM},
+        {"role": "user", "content": user.strip()},
+    ]
+    # No newline after the colon: the tokenizer joins a newline with the next line's indent, so
+    # a prefill ending in a bare newline splits a token where the model never saw one split.
+    prefill = f"```python\n{imports}\n\n\nclass ModelNew({base}):"
+    return Prompt(task.id, messages, [e.id for e in exemplars], prefill)
+
+
+def _reference_parts(task: Task) -> tuple[str, str, str]:
+    """The task's import lines, its `class Model` source, and Model's base class as written."""
+    tree = ast.parse(task.source)
+    imports = [
+        ast.get_source_segment(task.source, n)
+        for n in tree.body
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if model is None:
+        raise Cudal1Error(f"{task.origin}: the task defines no class Model")
+    base = ", ".join(ast.get_source_segment(task.source, b) or "" for b in model.bases)
+    lines = task.source.splitlines()
+    start = min([model.lineno, *(d.lineno for d in model.decorator_list)])
+    model_src = "\n".join(lines[start - 1 : model.end_lineno])
+    return "\n".join(i for i in imports if i), model_src, base or "nn.Module"
 
 
 def feedback(

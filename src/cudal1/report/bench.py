@@ -3,13 +3,17 @@
 
 Solutions come from a CUDA-L1 release file (JSON lines; `custom_code` null or "None" means no
 submission; the paper's own scores are kept to audit them), a directory of candidate files
-named by task id (`L1_3.py`), or an exemplar database's best per task (`db:PATH`). A bad entry
-(malformed line, unknown task, missing code) becomes a row with an `error`, never an abort.
+named by task id (`L1_3.py`), a KernelBench run directory (`runs/NAME` of KernelBench's
+generation scripts: `level_{L}_problem_{P}_sample_{S}_kernel.py`, several samples per problem,
+each evaluated and reported by sample and best of k), or an exemplar database's best per task
+(`db:PATH`). A bad entry (malformed line, unknown task, missing code) becomes a row with an
+`error`, never an abort.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -34,6 +38,8 @@ PAPER_SCORES = (
 BASELINE_OF_SCORE = dict(
     zip(PAPER_SCORES, ("eager", "compile", "compile-ro", "cudagraph"), strict=True)
 )
+KERNELBENCH_SAMPLE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+"""A file of a KernelBench run directory: problem P of level L is task `L{L}_{P}`."""
 
 
 @dataclass
@@ -44,10 +50,19 @@ class Solution:
     error: str | None = None
     claimed: dict[str, float] = field(default_factory=dict)
     """The source's own reported speedups (CUDA-L1's scores), by baseline."""
+    sample: int | None = None
+    """The sample number when the source holds several solutions per task (KernelBench runs)."""
+
+    @property
+    def key(self) -> str:
+        """Unique per entry of a run: what `results.jsonl` rows are resumed by."""
+        base = self.task_id or self.origin
+        return base if self.sample is None else f"{base}#sample{self.sample}"
 
 
 def read_solutions(source: str) -> list[Solution]:
-    """Solutions from a CUDA-L1 JSON-lines file, a directory of TASK_ID.py files, or db:PATH."""
+    """Solutions from a CUDA-L1 JSON-lines file, a directory of TASK_ID.py files, a KernelBench
+    run directory, or db:PATH."""
     if source.startswith("db:"):
         from cudal1.exemplars import ExemplarDB
 
@@ -60,14 +75,11 @@ def read_solutions(source: str) -> list[Solution]:
         return out
     path = Path(source)
     if path.is_dir():
-        return [
-            Solution(p.stem, p.read_text(encoding="utf-8", errors="replace"), str(p))
-            for p in sorted(path.glob("*.py"))
-        ]
+        return _read_directory(path)
     if not path.is_file():
         raise Cudal1Error(
             f"solutions {source!r} not found: give a CUDA-L1 .jsonl file, a directory of "
-            "TASK_ID.py files, or db:PATH"
+            "TASK_ID.py files, a KernelBench run directory, or db:PATH"
         )
     out = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -89,6 +101,37 @@ def read_solutions(source: str) -> list[Solution]:
         else:
             out.append(Solution(task_id, str(code), origin, None, claimed))
     return out
+
+
+def _read_directory(path: Path) -> list[Solution]:
+    """TASK_ID.py files, or a KernelBench run directory (`level_1_problem_3_sample_0_kernel.py`:
+    task L1_3, sample 0). One directory holds one layout: a mix would be ambiguous."""
+    files = sorted(path.glob("*.py"))
+    samples = [(p, m) for p in files if (m := KERNELBENCH_SAMPLE.match(p.name))]
+    if not samples:
+        if not files:
+            raise Cudal1Error(
+                f"solutions directory {path} holds no .py files: give TASK_ID.py files (L1_3.py) "
+                "or a KernelBench run directory (level_1_problem_3_sample_0_kernel.py)"
+            )
+        return [Solution(p.stem, _read_code(p), str(p)) for p in files]
+    others = [p.name for p in files if not KERNELBENCH_SAMPLE.match(p.name)]
+    if others:
+        raise Cudal1Error(
+            f"{path / others[0]}: a KernelBench run directory holds only files named "
+            "level_L_problem_P_sample_S_kernel.py; move the other .py files elsewhere"
+        )
+    out = [
+        Solution(
+            f"L{int(m.group(1))}_{int(m.group(2))}", _read_code(p), str(p), sample=int(m.group(3))
+        )
+        for p, m in samples
+    ]
+    return sorted(out, key=lambda s: (s.task_id or "", s.sample or 0))
+
+
+def _read_code(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _score(value: Any) -> float | None:
@@ -152,7 +195,7 @@ def run_bench(
     have = {s.task_id for s in solutions}
     missing = sorted((covered if covered is not None else set(tasks)) - have)
     solutions = [*solutions, *(Solution(t, None, "missing", "no submission") for t in missing)]
-    todo = [s for s in solutions if _key(s) not in skip]
+    todo = [s for s in solutions if s.key not in skip]
     evaluator = config.evaluator or make_evaluator("local", config.eval, jobs=config.jobs)
 
     stopping = threading.Event()
@@ -230,14 +273,11 @@ def _crowded_out(row: dict[str, Any]) -> bool:
     return "out of memory" in text.lower()
 
 
-def _key(sol: Solution) -> str:
-    return sol.task_id or sol.origin
-
-
 def _row(sol: Solution, task: Task | None) -> dict[str, Any]:
     return {
-        "key": _key(sol),
+        "key": sol.key,
         "task_id": sol.task_id,
+        "sample": sol.sample,
         "origin": sol.origin,
         "level": task.level if task else None,
         "name": task.name if task else None,

@@ -2,15 +2,15 @@
 
 Both formats are rendered from the same list of blocks (headings, paragraphs, tables of string
 cells, solution/reference pairs), so the two always state the same numbers. The HTML page adds
-plots (matplotlib, an optional dependency) and shows every correct solution beside its
+plots (matplotlib) and shows every correct solution beside its
 reference; the Markdown keeps the ten fastest. Nothing here prints: the CLI decides what to show.
+`export_csv` and `export_json` give the same rows and summary as files for scripts.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -18,30 +18,37 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from cudal1.errors import Cudal1Error
 from cudal1.evaluate.baselines import BASELINES
+from cudal1.report.export import write_csv, write_json
+from cudal1.report.runs import read_meta, run_rows, suite_tasks
 from cudal1.report.summary import (
     FAST_P,
     RULES,
-    load_rows,
     refusal_counts,
     refused,
+    sample_summary,
+    samples_in,
     speedup_of,
     summary,
     technique_table,
+    unmeasured,
 )
-from cudal1.tasks import load_suite
 
 MD_CODE_TASKS = 10
 """Markdown shows only the fastest tasks' code; the HTML page shows every correct one."""
-PLOTS_NEED = "Plots need matplotlib: `pip install cudal1[report]`."
 RULE_NOTE = (
     "Two counting rules. Paper rule (CUDA-L1's convention): a missing, failing or refused "
     "task counts as 1.0x. Strict rule: it counts as a failure (0x in the mean and quantiles, "
     "never fast), and so does a correct solution faster than the roofline allows or on a "
     "degenerate task (one a null answer passes); the geomean is then over the tasks it counts "
-    "as correct only. fast_p is the fraction of all "
-    "tasks that are correct and more than p times faster than the baseline."
+    "as correct only. fast_p (KernelBench's metric) is the fraction of all "
+    "tasks that are correct and more than p times faster than the baseline; fast_0 is the "
+    "fraction correct. A correct solution whose timing other work disturbed is unmeasured: it "
+    "has no speedup, counts like a failure, and is counted apart (`+N unmeasured`)."
+)
+SAMPLES_NOTE = (
+    "This run holds {k} samples per task: the summary counts each task by its best sample "
+    "(best of {k}); the table below gives each sample number alone."
 )
 
 
@@ -65,15 +72,15 @@ class Run:
 
 
 def load_run(run_dir: Path) -> Run:
-    meta_path = run_dir / "run.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    rows = load_rows(run_dir / "results.jsonl")
+    """A bench run (results.jsonl) or an optimize run (exemplars.db), with its run.json."""
+    meta = read_meta(run_dir)
+    rows = run_rows(run_dir, meta)
     return Run(
         name=run_dir.resolve().name,
         rows=rows,
         meta=meta,
         baselines=_baselines_present(meta, rows),
-        references=_references(meta.get("suite")),
+        references={k: t.source for k, t in suite_tasks(meta.get("suite")).items()},
     )
 
 
@@ -85,16 +92,6 @@ def _baselines_present(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list
         seen |= set(r.get("speedups") or {})
     ordered = [b for b in BASELINES if b in seen] + sorted(seen - set(BASELINES))
     return ordered or ["eager"]
-
-
-def _references(suite: str | None) -> dict[str, str]:
-    """Task sources for the side-by-side view; a suite that no longer loads only drops them."""
-    if not suite:
-        return {}
-    try:
-        return {t.id: t.source for t in load_suite(suite, validate=False).tasks}
-    except (Cudal1Error, OSError, ValueError):
-        return {}
 
 
 # --- blocks: the content both formats share -----------------------------------------------
@@ -145,7 +142,8 @@ def fmt(x: float | None) -> str:
 
 def _blocks(run: Run, *, html_page: bool) -> list[Block]:
     """The whole report in order; the HTML page adds plots and every task's code."""
-    blocks: list[Block] = [Heading(1, f"cudal1 bench report: {run.name}"), _header(run)]
+    blocks: list[Block] = [Heading(1, f"cudal1 {_kind(run)} report: {run.name}"), _header(run)]
+    blocks += _round_blocks(run)
     blocks += _summary_blocks(run)
     if html_page:
         blocks += _plot_blocks(run)
@@ -154,6 +152,53 @@ def _blocks(run: Run, *, html_page: bool) -> list[Block]:
     blocks += [Heading(2, "Per task"), _task_table(run)]
     blocks += _code_blocks(run, None if html_page else MD_CODE_TASKS)
     return blocks
+
+
+def _kind(run: Run) -> str:
+    return "optimize" if run.meta.get("kind") == "optimize" else "bench"
+
+
+def _round_blocks(run: Run) -> list[Block]:
+    """An optimize run's answers round by round (each round's answers share one prompt)."""
+    if _kind(run) != "optimize":
+        return []
+    rows = []
+    for task, by_round in _by_round(run.rows).items():
+        best_so_far = 1.0  # the reference
+        for rnd, answers in sorted(by_round.items()):
+            speedups = [s for r in answers if (s := speedup_of(r, "eager")) is not None]
+            best_so_far = max([best_so_far, *speedups])
+            statuses: dict[str, int] = {}
+            for r in answers:
+                key = _status(r) if r.get("result") else "unparsed"
+                statuses[key] = statuses.get(key, 0) + 1
+            rows.append(
+                [
+                    task,
+                    str(rnd),
+                    str(len(answers)),
+                    str(len(speedups)),
+                    fmt(max(speedups, default=None)),
+                    fmt(best_so_far),
+                    ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
+                ]
+            )
+    columns = ["task", "round", "answers", "correct", "best this round", "best so far"]
+    return [
+        Heading(2, "Rounds"),
+        Para(
+            "Every answer of the model, evaluated or not (`unparsed`: no usable `ModelNew`); "
+            "speedups against eager, the reference counting as 1.0x."
+        ),
+        Table([*columns, "statuses"], rows),
+    ]
+
+
+def _by_round(rows: list[dict[str, Any]]) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    out: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for r in rows:
+        out.setdefault(r["task_id"], {}).setdefault(r.get("round") or 0, []).append(r)
+    return out
 
 
 def _header(run: Run) -> Table:
@@ -202,23 +247,39 @@ def _summary_blocks(run: Run) -> list[Block]:
     columns = ["baseline", "rule", "mean", "max", "75%", "median", "25%", "geomean"]
     columns += ["correct/total", "tasks > 1.01x", *fast]
     blocks: list[Block] = [Heading(2, "Summary"), Para(RULE_NOTE)]
+    samples = samples_in(run.rows)
+    if samples:
+        blocks.append(Para(SAMPLES_NOTE.format(k=len(samples))))
     for group, by_baseline in summary(run.rows, run.baselines).items():
-        rows = []
-        for baseline, by_rule in by_baseline.items():
-            for rule in RULES:
-                s = by_rule[rule]
-                rows.append([baseline, rule_label(rule, s), *_stat_cells(s, fast)])
-        blocks += [Heading(3, _group_title(group)), Table(columns, rows)]
+        blocks += [Heading(3, _group_title(group)), Table(columns, _rule_rows(by_baseline, fast))]
+    per_sample = sample_summary(run.rows, run.baselines)
+    if per_sample:
+        rows = [
+            [name, *row]
+            for name, by_baseline in per_sample.items()
+            for row in _rule_rows(by_baseline, fast)
+        ]
+        blocks += [Heading(3, "Per sample (all tasks)"), Table(["samples", *columns], rows)]
     return blocks
+
+
+def _rule_rows(by_baseline: dict[str, Any], fast: list[str]) -> list[list[str]]:
+    """One row per baseline and counting rule."""
+    return [
+        [baseline, rule_label(rule, by_rule[rule]), *_stat_cells(by_rule[rule], fast)]
+        for baseline, by_rule in by_baseline.items()
+        for rule in RULES
+    ]
 
 
 def _stat_cells(s: dict[str, Any], fast: list[str]) -> list[str]:
     if not s.get("tasks"):
         return ["-"] * (8 + len(fast))
     numbers = [fmt(s[k]) for k in ("mean", "max", "p75", "median", "p25", "geomean")]
-    return [*numbers, f"{s['correct']}/{s['tasks']}", str(s["above_1.01"])] + [
-        fmt(s[k]) for k in fast
-    ]
+    correct = f"{s['correct']}/{s['tasks']}"
+    if s.get("unmeasured"):
+        correct += f" (+{s['unmeasured']} unmeasured)"
+    return [*numbers, correct, str(s["above_1.01"])] + [fmt(s[k]) for k in fast]
 
 
 def _refused_blocks(rows: list[dict[str, Any]]) -> list[Block]:
@@ -230,7 +291,7 @@ def _refused_blocks(rows: list[dict[str, Any]]) -> list[Block]:
         ["task", "status", "reasons", "flags", "source claimed a speedup"],
         [
             [
-                r["task_id"],
+                r["task_id"] + (f" sample {r['sample']}" if r["sample"] is not None else ""),
                 r["status"],
                 "; ".join(r["reasons"]) or "-",
                 ", ".join(r["flags"]) or "-",
@@ -269,32 +330,34 @@ def _technique_blocks(run: Run) -> list[Block]:
     ]
 
 
-def _task_order(row: dict[str, Any]) -> tuple[int, int, str]:
+def _task_order(row: dict[str, Any]) -> tuple[int, int, str, int]:
     """L1_2 before L1_10: by level, then task number."""
     key = row.get("task_id") or row.get("key") or ""
+    sample = row.get("sample") or 0
     m = re.fullmatch(r"L(\d+)_(\d+)", key)
-    return (int(m.group(1)), int(m.group(2)), key) if m else (1 << 30, 0, key)
+    return (int(m.group(1)), int(m.group(2)), key, sample) if m else (1 << 30, 0, key, sample)
 
 
 def _status(row: dict[str, Any]) -> str:
     result = row.get("result")
-    return result["status"] if result else f"error ({row.get('error') or 'not evaluated'})"
+    if not result:
+        return f"error ({row.get('error') or 'not evaluated'})"
+    return "ok (unmeasured)" if unmeasured(row) else result["status"]
 
 
 def _task_table(run: Run) -> Table:
-    columns = ["task", "level", "split", "status"]
+    """One row per solution (per sample when the run has several per task)."""
+    with_samples = bool(samples_in(run.rows))
+    columns = ["task", *(["sample"] if with_samples else []), "level", "split", "status"]
     columns += [f"vs {b}" for b in run.baselines] + ["roofline fraction", "techniques"]
     rows = []
     for r in sorted(run.rows, key=_task_order):
         roof = r.get("roofline") or {}
         fraction = fmt(roof.get("fraction")) + (" (beyond roofline)" if roof.get("beyond") else "")
         rows.append(
-            [
-                r.get("task_id") or r.get("key") or "-",
-                _text(r.get("level")),
-                _text(r.get("split")),
-                _status(r),
-            ]
+            [r.get("task_id") or r.get("key") or "-"]
+            + ([_text(r.get("sample"))] if with_samples else [])
+            + [_text(r.get("level")), _text(r.get("split")), _status(r)]
             + [fmt(speedup_of(r, b)) for b in run.baselines]
             + [fraction, ", ".join(r.get("techniques") or []) or "-"]
         )
@@ -303,7 +366,9 @@ def _task_table(run: Run) -> Table:
 
 def _code_blocks(run: Run, limit: int | None) -> list[Block]:
     """Correct solutions beside their references, fastest first (`limit` of them, or all)."""
-    correct = [r for r in run.rows if _status(r) == "ok" and r.get("code")]
+    correct = [
+        r for r in run.rows if (r.get("result") or {}).get("status") == "ok" and r.get("code")
+    ]
     correct.sort(key=lambda r: -(speedup_of(r, run.primary) or 0.0))
     shown = correct if limit is None else correct[:limit]
     if not shown:
@@ -315,7 +380,8 @@ def _code_blocks(run: Run, limit: int | None) -> list[Block]:
     for r in shown:
         task = r.get("task_id") or r["key"]
         name = f" {r['name']}" if r.get("name") else ""
-        head = f"{task}{name}: {fmt(speedup_of(r, run.primary))}x vs {run.primary}"
+        sample = f" (sample {r['sample']})" if r.get("sample") is not None else ""
+        head = f"{task}{name}{sample}: {fmt(speedup_of(r, run.primary))}x vs {run.primary}"
         blocks.append(CodePair(head, r["code"], run.references.get(task)))
     return blocks
 
@@ -324,17 +390,18 @@ def _code_blocks(run: Run, limit: int | None) -> list[Block]:
 
 
 def _plot_blocks(run: Run) -> list[Block]:
-    """Speedup per level against each baseline, and speedup against roofline fraction.
-    matplotlib is optional: without it the page says how to get the plots."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return [Heading(2, "Plots"), Para(PLOTS_NEED)]
+    """Speedup per level against each baseline, and speedup against roofline fraction (a bench
+    run) or each answer's speedup in the order written (an optimize run, which measures no
+    roofline)."""
+    from matplotlib.figure import Figure  # imported here: it costs start-up time elsewhere
+
     blocks: list[Block] = [Heading(2, "Plots")]
-    for alt, draw in (
-        ("speedup per level against each baseline", _draw_levels),
-        ("speedup against roofline fraction", _draw_roofline),
-    ):
+    second = (
+        ("speedup of each answer, in the order written", _draw_answers)
+        if _kind(run) == "optimize"
+        else ("speedup against roofline fraction", _draw_roofline)
+    )
+    for alt, draw in (("speedup per level against each baseline", _draw_levels), second):
         fig = Figure(layout="constrained")
         if draw(fig, run):
             buf = io.BytesIO()
@@ -371,6 +438,39 @@ def _draw_levels(fig: Any, run: Run) -> bool:
         ax.set_xticks(positions, [f"level {lv}" for lv in by_level])
         ax.set_ylabel(f"speedup vs {b}")
         ax.set_title(f"vs {b} (correct solutions)")
+    return True
+
+
+def _draw_answers(fig: Any, run: Run) -> bool:
+    """Per task: each correct answer's speedup against eager by its number, the best so far as
+    a step line, and the answers that were not correct counted in the legend."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in run.rows:
+        by_task.setdefault(r["task_id"], []).append(r)
+    if not any(speedup_of(r, "eager") for rows in by_task.values() for r in rows):
+        return False
+    fig.set_size_inches(5.5, 3.6)
+    ax = fig.subplots()
+    for i, (task, rows) in enumerate(by_task.items()):
+        points = [(r["sample"], s) for r in rows if (s := speedup_of(r, "eager")) is not None]
+        failed = len(rows) - len(points)
+        ax.scatter(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            s=24,
+            color=f"C{i}",
+            label=f"{task}: {len(points)} correct, {failed} not",
+        )
+        best, steps = 1.0, []
+        for r in rows:
+            best = max(best, speedup_of(r, "eager") or 0.0)
+            steps.append(best)
+        ax.step([r["sample"] for r in rows], steps, where="post", color=f"C{i}", alpha=0.5)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    _log_scale(ax, "y")
+    ax.set_xlabel("answer (in the order written)")
+    ax.set_ylabel("speedup vs eager")
+    ax.legend(fontsize="small")
     return True
 
 
@@ -533,14 +633,20 @@ def _html_pair(pair: CodePair) -> str:
 # --- files --------------------------------------------------------------------------------
 
 
-def write_report(run_dir: Path, html: bool) -> list[Path]:
-    """RUN_DIR/report.md always, RUN_DIR/report.html when asked; returns the paths written.
-    The run (and its suite's reference sources) is loaded once for both."""
+def write_report(run_dir: Path, html: bool, csv: bool = False, json_: bool = False) -> list[Path]:
+    """RUN_DIR/report.md always; report.html, solutions.csv and report.json when asked; returns
+    the paths written. The run (and its suite's reference sources) is loaded once for all."""
     run = load_run(run_dir)
     md_path = run_dir / "report.md"
     md_path.write_text(_markdown(run), encoding="utf-8")
-    if not html:
-        return [md_path]
-    html_path = run_dir / "report.html"
-    html_path.write_text(_html(run), encoding="utf-8")
-    return [md_path, html_path]
+    paths = [md_path]
+    if html:
+        paths.append(run_dir / "report.html")
+        paths[-1].write_text(_html(run), encoding="utf-8")
+    if csv:
+        paths.append(write_csv(run_dir / "solutions.csv", run.rows, run.baselines))
+    if json_:
+        paths.append(
+            write_json(run_dir / "report.json", run.name, run.meta, run.rows, run.baselines)
+        )
+    return paths

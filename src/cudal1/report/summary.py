@@ -4,7 +4,14 @@ Two counting rules, both labelled in every table:
 - `paper`: a missing, failing or rejected task counts as 1.0x (CUDA-L1's convention);
 - `strict`: it counts as a failure: 0x in the mean and quantiles, never "fast"; the geometric
   mean is then taken over correct tasks only (and says how many).
-fast_p is the fraction of all tasks that are correct and faster than p times the baseline.
+fast_p is KernelBench's metric: the fraction of all tasks that are correct and faster than p times
+the baseline (fast_0 is the fraction correct and measured). An unmeasured solution (correct, but
+every timing was disturbed by other work, so no speedup) counts like a failure in every figure,
+fast_p's numerators included, and `unmeasured` counts such tasks separately.
+
+A source may hold several samples per task (a KernelBench run directory): the statistics are
+then over tasks, each counted by its best sample (best of k), and `sample_summary` gives the same
+statistics for each sample number alone.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-FAST_P = (1.0, 1.2, 2.0)
+FAST_P = (0.0, 1.0, 1.2, 2.0)
 RULES = ("paper", "strict")
 
 
@@ -45,6 +52,12 @@ def speedup_of(row: dict[str, Any], baseline: str, strict: bool = False) -> floa
     )
 
 
+def unmeasured(row: dict[str, Any]) -> bool:
+    """Correct, but every timing was disturbed by other work: there is no speedup to count."""
+    result = row.get("result") or {}
+    return result.get("status") == "ok" and result.get("speedup") is None
+
+
 def _quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if len(xs) == 1:
@@ -60,8 +73,41 @@ def _geomean(xs: Iterable[float]) -> float | None:
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
 
 
-def stats(rows: list[dict[str, Any]], baseline: str, rule: str) -> dict[str, Any]:
-    measured = [speedup_of(r, baseline, strict=rule == "strict") for r in rows]
+def by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped by task (a task with k samples has k rows), in first-seen order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r.get("task_id") or r.get("key") or "", []).append(r)
+    return out
+
+
+def samples_in(rows: list[dict[str, Any]]) -> list[int]:
+    """The sample numbers present (empty when the source has one solution per task)."""
+    return sorted({r["sample"] for r in rows if r.get("sample") is not None})
+
+
+def best_speedup(rows: list[dict[str, Any]], baseline: str, strict: bool = False) -> float | None:
+    """Best of k: the highest speedup among a task's correct samples, None if none is correct."""
+    values = [s for r in rows if (s := speedup_of(r, baseline, strict)) is not None]
+    return max(values, default=None)
+
+
+def stats(
+    rows: list[dict[str, Any]], baseline: str, rule: str, sample: int | None = None
+) -> dict[str, Any]:
+    """Statistics over the tasks of `rows`: each task counted by its best sample, or, with
+    `sample`, by that sample alone (a task without it counts as a failure)."""
+    strict = rule == "strict"
+    chosen = [
+        task_rows if sample is None else [r for r in task_rows if r.get("sample") == sample]
+        for task_rows in by_task(rows).values()
+    ]
+    measured = [best_speedup(task_rows, baseline, strict) for task_rows in chosen]
+    # tasks with no measured speedup whose only correct samples were not measured
+    not_measured = sum(
+        s is None and any(unmeasured(r) for r in task_rows)
+        for s, task_rows in zip(measured, chosen, strict=True)
+    )
     correct = [s for s in measured if s is not None]
     fill = 1.0 if rule == "paper" else 0.0
     values = [s if s is not None else fill for s in measured]
@@ -79,6 +125,7 @@ def stats(rows: list[dict[str, Any]], baseline: str, rule: str) -> dict[str, Any
         "geomean": geo,
         "geomean_over": len(values) if rule == "paper" else len(correct),
         "above_1.01": sum(s > 1.01 for s in correct),
+        "unmeasured": not_measured,
         **{f"fast_{p:g}": sum(s > p for s in correct) / len(values) for p in FAST_P},
     }
 
@@ -101,6 +148,22 @@ def summary(rows: list[dict[str, Any]], baselines: list[str]) -> dict[str, Any]:
         name: {b: {rule: stats(part, b, rule) for rule in RULES} for b in baselines}
         for name, part in groups(rows).items()
     }
+
+
+def sample_summary(rows: list[dict[str, Any]], baselines: list[str]) -> dict[str, Any]:
+    """Over all scored tasks: each sample number alone, then best of k ({} with no samples)."""
+    samples = samples_in(rows)
+    if not samples:
+        return {}
+    scored = groups(rows)["overall"]
+    out = {
+        f"sample {s}": {b: {rule: stats(scored, b, rule, s) for rule in RULES} for b in baselines}
+        for s in samples
+    }
+    out[f"best of {len(samples)}"] = {
+        b: {rule: stats(scored, b, rule) for rule in RULES} for b in baselines
+    }
+    return out
 
 
 def degenerate(row: dict[str, Any]) -> list[str]:
@@ -134,6 +197,7 @@ def refused(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(
             {
                 "task_id": r.get("task_id") or r.get("key"),
+                "sample": r.get("sample"),
                 "status": status or "error",
                 "reasons": [*reasons, *flagged.values()],
                 "flagged": list(flagged),
