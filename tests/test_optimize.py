@@ -202,3 +202,22 @@ def test_compact_prompt_and_retries_of_unusable_answers(tmp_path):
     assert page.count("<img") == 2 and "speedup of each answer, in the order written" in page
     with pytest.raises(Cudal1Error, match="unknown prompt style"):
         OptimizeConfig(prompt="tiny")
+
+
+def test_a_round_of_unmeasured_answers_has_no_best(tmp_path):
+    """Correct answers whose timing other work disturbed carry no speedup: the round has no
+    best (not 0.000), and the best so far stays the reference's 1.0."""
+    import asyncio
+
+    from cudal1.exemplars import ExemplarDB
+    from cudal1.optimize import OptimizeConfig, Optimizer
+    from cudal1.policy import ReplayPolicy
+    from cudal1.tasks import load_suite
+
+    task = load_suite("bundled", validate=False).get("L2_8")
+    db = ExemplarDB(tmp_path / "exemplars.db")
+    policy = ReplayPolicy(_replay(tmp_path / "r.jsonl", [[answer(SAME)]]))
+    config = OptimizeConfig(rounds=1, samples=1, device="cpu")
+    summary = asyncio.run(Optimizer(task, policy, db, _Fixed(result_for(task, None)), config).run())
+    (only,) = summary.rounds
+    assert only.correct == 1 and only.best_speedup is None and only.best_so_far == 1.0

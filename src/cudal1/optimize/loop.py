@@ -257,7 +257,8 @@ class Optimizer:
         for e in stored:
             statuses[e.status] = statuses.get(e.status, 0) + 1
         correct = [e for e in stored if e.correct]
-        best_round = max((e.speedup or 0.0 for e in correct), default=None)
+        # an unmeasured answer (correct, timing disturbed) has no speedup to be the best
+        best_round = max((e.speedup for e in correct if e.speedup is not None), default=None)
         summary = RoundSummary(
             r, len(stored), len(correct), best_round, self._best_speedup(), statuses
         )
