@@ -165,7 +165,9 @@ def run_grpo(
             }
 
     clock = PhaseClock()
-    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.out / "tensorboard"))
+    # transformers' tensorboard callback reads its directory from here only; set, not
+    # setdefault: a second run in one process would otherwise log into the first run's
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(run.out / "tensorboard")
     batch = stage.prompts_per_step * stage.num_generations
     args = GRPOConfig(
         output_dir=str(checkpoints),

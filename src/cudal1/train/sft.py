@@ -41,7 +41,9 @@ def run_sft(run: RunConfig, cfg: SFTConfig, model: str, dataset: Path, out: Path
     from trl import SFTTrainer
 
     rows = read_chat_jsonl(dataset)
-    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(run.out / "tensorboard"))
+    # transformers' tensorboard callback reads its directory from here only; set, not
+    # setdefault: a second run in one process would otherwise log into the first run's
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(run.out / "tensorboard")
     tokenizer = AutoTokenizer.from_pretrained(model)
     args = TRLSFTConfig(
         output_dir=str(out / "checkpoints"),
