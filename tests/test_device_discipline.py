@@ -160,13 +160,17 @@ def _busy_neighbours(cpu: int, count: int) -> list[subprocess.Popen]:
 
 @pytest.mark.slow
 def test_a_busy_neighbour_is_flagged_never_charged(monkeypatch):
-    """CPU backend: three processes spin on the core the evaluation runs on. The timing
+    """CPU backend: six processes spin on the core the evaluation runs on. The timing
     threads wait for a CPU most of each timed phase; after the re-measurements the result is
-    correct, carries host_shared and no speedup, and nothing is refused."""
+    correct, carries host_shared and no speedup, and nothing is refused. The limit is 0.2 of
+    the phase here, not the CPU default 0.5: each worker starts its own session, so with the
+    kernel's autogroup scheduling (on here) the spinners share the core with it half and half,
+    and the timing loop's 2 ms sleeps after each call thin the wait further (36 % to 50 % of the
+    phase measured with six spinners; under 0.5 in 2 of 3 full-suite runs with three)."""
     (case,) = [c for c in load_cases("honest", "cpu") if c.file == "softmax_via_logsumexp.py"]
     cpu = min(os.sched_getaffinity(0))
     own = os.sched_getaffinity(0)
-    hogs = _busy_neighbours(cpu, 3)
+    hogs = _busy_neighbours(cpu, 6)
     os.sched_setaffinity(0, {cpu})  # the evaluation's processes inherit this core
     try:
         config = EvalConfig(
@@ -176,6 +180,7 @@ def test_a_busy_neighbour_is_flagged_never_charged(monkeypatch):
             min_pairs=7,
             max_pairs=14,
             interference_retries=1,
+            max_host_wait=0.2,
         )
         result = evaluate(SUITE.get(case.task), case.source, config)
     finally:
