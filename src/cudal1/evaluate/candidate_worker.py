@@ -270,7 +270,11 @@ class CandidateRunner:
                         time_call(self.device, self.reference, ref_buf)
                 cover = {
                     "cand": launch_cover(self.device, self.model, cand_buf),
-                    "ref": launch_cover(self.device, self.reference, ref_buf),
+                    "ref": (
+                        launch_cover(self.device, self.reference, ref_buf)
+                        if ref_seeds
+                        else (0.0, 0)
+                    ),
                 }
                 for i in range(pairs):
                     if not ref_seeds:

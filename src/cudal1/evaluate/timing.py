@@ -5,11 +5,12 @@ CUDA: one call is timed by CUDA events recorded on the current stream around it.
 synchronise sits inside the timed region (on the H200 that inflated a 6 us kernel to 25 us with
 30-110 % spread); instead the escape checks prove no work left the region: a copy of the output
 is queued on the current stream right after the end event and compared with the output after a
-device-wide synchronise (work still running elsewhere makes them differ), and host time over a
-batch and a profiler trace are compared with the event time by the parent. Before each sample
+device-wide synchronise (work still running elsewhere makes them differ), the host's wait over a
+batch of calls is compared with the timed stream's span over the same batch, and a profiler
+trace with the event time, by the parent. Before each sample
 the inputs are refilled with fresh values and L2 is flushed by writing a buffer twice its size;
-both are queued ahead of the start event, and then a GPU-side wait as long as the host takes to
-launch the call (measured per function), so the events see the GPU's work and not the host's
+both are queued ahead of the start event, and then a GPU-side wait longer than the host takes to
+launch the call (`launch_cover`, measured per timed loop), so the events see the GPU's work and not the host's
 launching: on the H200 a 4 us kernel measured 26 % to 58 % slower than a plain event loop when
 only the flush stood between the host and an idle GPU, a race the host's load decides.
 
