@@ -41,6 +41,9 @@ def bench_command(
     tasks: str = typer.Option(None, help="Only these task ids (comma-separated)."),
     backend: str = typer.Option("local", help="Evaluation backend: local or ray."),
     address: str = typer.Option(None, help="Ray cluster address for --backend ray."),
+    builders: int = typer.Option(
+        0, help="--backend ray: CPU-only actors that build candidates for the GPU actors."
+    ),
     gpus: int = typer.Option(
         None, help="Spread evaluations over this many GPUs (local: one lock each; ray: actors)."
     ),
@@ -66,7 +69,9 @@ def bench_command(
     )  # type: ignore[arg-type]
     config = BenchConfig(
         eval=eval_config,
-        evaluator=make_evaluator(backend, eval_config, jobs=jobs, address=address, gpus=gpus),
+        evaluator=make_evaluator(
+            backend, eval_config, jobs=jobs, address=address, gpus=gpus, builders=builders
+        ),
         baselines=kinds,
         jobs=jobs,
         resume=resume,

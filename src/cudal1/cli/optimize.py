@@ -69,6 +69,9 @@ def optimize_command(
     address: str = typer.Option(
         None, help="Ray cluster address for --backend ray (default: local)."
     ),
+    builders: int = typer.Option(
+        0, help="--backend ray: CPU-only actors that build candidates for the GPU actors."
+    ),
     seed: int = typer.Option(0, help="Seed of the exemplar sampler."),
     suite: str = typer.Option(BUNDLED, help="Suite in which TASK is looked up by id."),
     no_sandbox: bool = no_sandbox_option(),
@@ -130,7 +133,9 @@ def optimize_command(
                 progress.update(bar, note="policy has no more answers")
 
         progress.update(bar, completed=store.rounds_done(run, the_task.id))
-        evaluator = make_evaluator(backend, eval_config, jobs=eval_jobs, address=address)
+        evaluator = make_evaluator(
+            backend, eval_config, jobs=eval_jobs, address=address, builders=builders
+        )
         try:
             optimizer = Optimizer(
                 the_task, the_policy, store, evaluator, config, reviewer=reviewer, on_event=on_event

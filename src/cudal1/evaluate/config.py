@@ -90,6 +90,8 @@ class EvalConfig:
 
     compile_timeout_s: float = 900.0
     """Importing the candidate and constructing ModelNew (where load_inline builds run)."""
+    max_build_mb: int = 1024
+    """A candidate's build directory, as a compile node sends it to the GPU's node."""
     run_timeout_s: float = 300.0
     """Each request to a worker, the candidate's first call included: an extension it builds
     inside forward must finish in this time (CUDA-L1's L1_10 took 20 to 111 s on the H200)."""

@@ -56,7 +56,7 @@ from typing import Any, Protocol
 import torch
 
 from cudal1.errors import Cudal1Error
-from cudal1.evaluate import harness, interference, sandbox
+from cudal1.evaluate import artefact, harness, interference, sandbox
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.protocol import (
     ProtocolError,
@@ -199,11 +199,13 @@ def evaluate(
     config: EvalConfig | None = None,
     *,
     workers: WorkerSource | None = None,
+    prebuilt: Prebuilt | None = None,
 ) -> EvalResult:
     """Evaluate one candidate against one task. Raises `Cudal1Error` only when no evaluation
     could be carried out (no GPU for `device="cuda"`, a reference that fails on its own, a
     machine that cannot sandbox). `workers` supplies the processes (default: fresh ones;
-    `WorkerPool`: pre-started)."""
+    `WorkerPool`: pre-started). `prebuilt`: the candidate's build, made by `build_only` on a
+    compile node; an archive that fails its checks is set aside and the build runs here."""
     config = config or EvalConfig()
     workers = workers or FreshWorkers(
         config.device, harness.cpu_partition(config.measure_cpus), config.sandbox
@@ -213,20 +215,9 @@ def evaluate(
     if config.sandbox:
         require_sandbox()
     t_total = time.perf_counter()
-    result = EvalResult(
-        status="runtime_error",
-        task_id=task.id,
-        task_hash=task.hash,
-        candidate_hash=source_hash(candidate_source),
-        device=config.device,
-        policy=config.policy,
-        tolerance_mode=config.tolerance,
-        env=_host_env(),
-    )
+    result = _new_result(task, candidate_source, config)
     static = analyze(candidate_source)
-    result.flags = list(static.flags)
-    if not config.sandbox:
-        result.flags.append("no_sandbox:candidate processes ran without the OS sandbox")
+    result.flags.extend(static.flags)
     try:
         _static_gate(static, config)
     except _Verdict as v:
@@ -253,9 +244,12 @@ def evaluate(
         (workdir / "tmp").mkdir()
         run.judge = workers.take("judge", workdir)
         run.worker = workers.take("candidate_worker", workdir)
-        if config.device == "cuda" and "TORCH_CUDA_ARCH_LIST" in run.build_env:
-            run.builder = workers.take("builder", workdir)
         with harness.build_lock(build_dir):
+            if prebuilt is not None:
+                prebuilt = _unpack(prebuilt, build_dir, result, config)
+            builds_here = config.device == "cuda" and "TORCH_CUDA_ARCH_LIST" in run.build_env
+            if prebuilt is None and builds_here:
+                run.builder = workers.take("builder", workdir)
             try:
                 for w in (run.worker, run.builder):
                     if w is not None:
@@ -299,6 +293,126 @@ def evaluate(
     return result
 
 
+Prebuilt = tuple[artefact.BuildReceipt, bytes]
+
+
+def build_only(
+    task: Task, candidate_source: str, config: EvalConfig, *, arch: str | None, node: str
+) -> EvalResult | Prebuilt:
+    """A compile node's part of an evaluation: the static gate, then the sandboxed builder
+    (step 3) with no device, for the GPUs `arch` names. Returns the verdict when there is one
+    already (refused statically, the build failed or timed out), else the packed build for
+    `evaluate(..., prebuilt=)` on the GPU's node. The build directory is emptied afterwards:
+    a compile node keeps nothing."""
+    result = _new_result(task, candidate_source, config)
+    static = analyze(candidate_source)
+    result.flags.extend(static.flags)
+    try:
+        _static_gate(static, config)
+    except _Verdict as v:
+        result.status, result.reasons = v.status, [v.reason]  # type: ignore[assignment]
+        return result
+    if config.sandbox:
+        require_sandbox()
+    workdir = Path(tempfile.mkdtemp(prefix="cudal1-build-", dir=_scratch_root()))
+    build_dir = config.build_root / result.candidate_hash
+    env = _build_env(config, workdir, build_dir, arch=arch)
+    common = {
+        "task": _task_fields(task),
+        "sizes": config.size_profile,
+        "device": config.device,
+        "module_mode": config.module_mode,
+        "tolerance": config.tolerance,
+        "init_seed": secrets.randbits(62),
+        "workdir": str(workdir),
+    }
+    builder: Worker | None = None
+    t0 = time.perf_counter()
+    try:
+        (workdir / "candidate.py").write_text(candidate_source)
+        (workdir / "tmp").mkdir()
+        with harness.build_lock(build_dir):
+            try:
+                builder = start_worker("builder", config.device, workdir, {}, None, config.sandbox)
+                builder.grant(workdir)
+                builder.grant(build_dir)
+                compile_s = _build(builder, common, env, config)
+                blob, digest = artefact.pack(build_dir, config.max_build_mb << 20)
+            except _Verdict as v:
+                result.status, result.reasons = v.status, [v.reason]  # type: ignore[assignment]
+                return result
+            except WorkerTimeout as e:
+                result.status, result.reasons = "timeout", [str(e)]
+                return result
+            except artefact.ArtefactRefused as e:
+                result.status, result.reasons = "compile_error", [str(e)]
+                return result
+            finally:
+                if builder is not None:
+                    builder.kill()
+                    builder.discard_log()
+                artefact.clear(build_dir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        result.phase_seconds["total"] = round(time.perf_counter() - t0, 4)
+    receipt = artefact.BuildReceipt(result.candidate_hash, digest, len(blob), compile_s, node)
+    return receipt, blob
+
+
+def _build(builder: Worker, common: dict[str, Any], env: dict[str, str], cfg: EvalConfig) -> float:
+    """Step 3 in the builder; its compile seconds. A crash there is no verdict (the candidate
+    process meets the same code with the device); a failed build is."""
+    message = {
+        "cmd": "build",
+        **common,
+        "candidate_path": str(Path(common["workdir"]) / "candidate.py"),
+        "env": env,
+    }
+    built: dict[str, Any] = {}
+    with contextlib.suppress(WorkerGone):
+        built = builder.request(message, cfg.compile_timeout_s)
+    builder.kill()
+    if built.get("build_failed"):
+        raise _Verdict("compile_error", str(built.get("error", "the build failed")))
+    return round(built.get("compile_s", 0.0), 4)
+
+
+def _unpack(
+    prebuilt: Prebuilt, build_dir: Path, result: EvalResult, config: EvalConfig
+) -> Prebuilt | None:
+    """Put a compile node's build in place (the caller holds its build lock); None, with a
+    flag saying why, when the archive is refused and the build must run here."""
+    receipt, blob = prebuilt
+    try:
+        artefact.unpack(blob, receipt, build_dir, config.max_build_mb << 20)
+    except artefact.ArtefactRefused as e:
+        result.flags.append(f"build_refused:{e}; built here instead")
+        return None
+    result.phase_seconds["compile"] = receipt.compile_s
+    result.env["built_on"] = receipt.node
+    return prebuilt
+
+
+def _new_result(task: Task, candidate_source: str, config: EvalConfig) -> EvalResult:
+    result = EvalResult(
+        status="runtime_error",
+        task_id=task.id,
+        task_hash=task.hash,
+        candidate_hash=source_hash(candidate_source),
+        device=config.device,
+        policy=config.policy,
+        tolerance_mode=config.tolerance,
+        env=_host_env(),
+    )
+    if not config.sandbox:
+        result.flags.append("no_sandbox:candidate processes ran without the OS sandbox")
+    return result
+
+
+def _task_fields(task: Task) -> dict[str, Any]:
+    return {k: getattr(task, k) for k in ("id", "level", "name", "source", "origin", "split")}
+
+
 def require_sandbox() -> None:
     """One line and a stop when the kernel refuses the sandbox's mechanisms."""
     try:
@@ -311,10 +425,13 @@ def require_sandbox() -> None:
         ) from None
 
 
-def _build_env(config: EvalConfig, workdir: Path, build_dir: Path) -> dict[str, str]:
+def _build_env(
+    config: EvalConfig, workdir: Path, build_dir: Path, arch: str | None = None
+) -> dict[str, str]:
     """Where the candidate's processes build and keep temporary files: its own build
     directory (kept per source hash, the one place builds persist) and the exchange
-    directory, the only places the sandbox lets them write."""
+    directory, the only places the sandbox lets them write. `arch`: the GPUs to build for
+    (default: this machine's)."""
     env = {
         "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
         "TRITON_CACHE_DIR": str(build_dir / "triton"),
@@ -326,7 +443,7 @@ def _build_env(config: EvalConfig, workdir: Path, build_dir: Path) -> dict[str, 
         "XDG_CACHE_HOME": str(workdir / "tmp"),
     }
     if config.device == "cuda":
-        arch = harness.cuda_arch_list()
+        arch = arch or harness.cuda_arch_list()
         if arch:  # the builder sees no GPU: it compiles for the GPUs this machine has
             env["TORCH_CUDA_ARCH_LIST"] = arch
     return env
@@ -349,16 +466,8 @@ def _evaluate(run: _Run) -> None:
     draw = lambda: secrets.randbits(62)  # noqa: E731 - secret seeds, never from a fixed value
     trial_seeds = [draw() for _ in range(cfg.trials)]
     refill_seed, stress_seed = draw(), draw()
-    task_fields = {
-        "id": run.task.id,
-        "level": run.task.level,
-        "name": run.task.name,
-        "source": run.task.source,
-        "origin": run.task.origin,
-        "split": run.task.split,
-    }
     common = {
-        "task": task_fields,
+        "task": _task_fields(run.task),
         "sizes": cfg.size_profile,
         "device": cfg.device,
         "module_mode": cfg.module_mode,
@@ -438,19 +547,8 @@ def _evaluate(run: _Run) -> None:
     # 3. the builder compiles, with no GPU -----------------------------------------------------
     t0 = time.perf_counter()
     if run.builder is not None:
-        build = {
-            "cmd": "build",
-            **common,
-            "candidate_path": str(run.workdir / "candidate.py"),
-            "env": run.build_env,
-        }
-        built: dict[str, Any] = {}
-        with run.compile_slot(), contextlib.suppress(WorkerGone):  # a crash there is no verdict
-            built = run.builder.request(build, cfg.compile_timeout_s)
-        run.builder.kill()
-        if built.get("build_failed"):
-            raise _Verdict("compile_error", str(built.get("error", "the build failed")))
-        res.phase_seconds["compile"] = round(built.get("compile_s", 0.0), 4)
+        with run.compile_slot():
+            res.phase_seconds["compile"] = _build(run.builder, common, run.build_env, cfg)
     run.phase("build", t0)
 
     # 4. warm-up and the judge's expected outputs (shared) -------------------------------------

@@ -81,6 +81,9 @@ def device_lock(path: str | None, *, timing: bool):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+BUILD_LOCK_NAME = ".cudal1-build.lock"
+
+
 @contextlib.contextmanager
 def build_lock(build_dir: Path):
     """One live candidate process per build directory. torch's extension builder marks a build
@@ -89,7 +92,7 @@ def build_lock(build_dir: Path):
     the compile timeout. Holding this lock proves that no build is in progress, so such markers
     are removed."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    with exclusive(build_dir / ".cudal1-build.lock"):
+    with exclusive(build_dir / BUILD_LOCK_NAME):
         for stale in build_dir.glob("torch_extensions/*/lock"):
             stale.unlink(missing_ok=True)
         yield

@@ -39,7 +39,7 @@ import torch
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import harness
 from cudal1.evaluate.config import EvalConfig
-from cudal1.evaluate.evaluator import evaluate, require_sandbox, start_worker
+from cudal1.evaluate.evaluator import Prebuilt, evaluate, require_sandbox, start_worker
 from cudal1.evaluate.protocol import PRELOAD_ENV, Worker
 from cudal1.evaluate.result import EvalResult
 from cudal1.tasks import Task, source_hash
@@ -217,7 +217,7 @@ class LocalEvaluator:
             f"{task.hash}:{source_hash(source)}:{json.dumps(self.config.to_dict(), sort_keys=True)}"
         )
 
-    def _run(self, task: Task, source: str, fresh: bool) -> EvalResult:
+    def _run(self, task: Task, source: str, fresh: bool, prebuilt: Prebuilt | None) -> EvalResult:
         key = self._key(task, source)
         mine: Future[EvalResult] = Future()
         if self.cache is not None:
@@ -228,7 +228,7 @@ class LocalEvaluator:
             if known is not None and not fresh:
                 return dataclasses.replace(known.result(), cached=True)
         try:
-            result = self._on_least_busy_gpu(task, source)
+            result = self._on_least_busy_gpu(task, source, prebuilt)
         except BaseException as e:
             mine.set_exception(e)
             if self.cache is not None:
@@ -239,18 +239,21 @@ class LocalEvaluator:
         mine.set_result(result)
         return result
 
-    def _on_least_busy_gpu(self, task: Task, source: str) -> EvalResult:
+    def _on_least_busy_gpu(self, task: Task, source: str, prebuilt: Prebuilt | None) -> EvalResult:
         with self.dispatch_lock:
             index = min(range(len(self.pools)), key=self.in_flight.__getitem__)
             self.in_flight[index] += 1
         try:
-            return evaluate(task, source, self.config, workers=self.pools[index])
+            return evaluate(task, source, self.config, workers=self.pools[index], prebuilt=prebuilt)
         finally:
             with self.dispatch_lock:
                 self.in_flight[index] -= 1
 
-    def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:
-        return self.executor.submit(self._run, task, source, fresh)
+    def submit(
+        self, task: Task, source: str, *, fresh: bool = False, prebuilt: Prebuilt | None = None
+    ) -> Future[EvalResult]:
+        """`prebuilt`: the candidate's build from a compile node (`evaluator.build_only`)."""
+        return self.executor.submit(self._run, task, source, fresh, prebuilt)
 
     async def evaluate(self, task: Task, source: str, *, fresh: bool = False) -> EvalResult:
         return await asyncio.wrap_future(self.submit(task, source, fresh=fresh))

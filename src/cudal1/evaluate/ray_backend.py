@@ -7,17 +7,25 @@ Start or attach: `cudal1 serve` creates named, detached actors on a cluster; `--
 attaches to them by name (or creates them for the duration of the run). On one machine a
 loopback cluster (`ray.init()`) serves tests.
 
-Compilation happens inside each actor's own candidate processes (bounded by its compile pool);
-candidates are routed to the actor with the fewest evaluations in flight.
+Compilation happens inside each actor's own candidate processes (bounded by its compile pool),
+or, with `builders`, on CPU-only build actors (any node): each runs the candidate's build in
+the same sandboxed builder, packs it (`artefact.py`), and the archive goes by Ray's object store
+straight to the evaluation actor, which unpacks it only if it hashes to the digest this router
+passed on. A cluster then adds compile capacity without adding GPUs. Candidates are routed to
+the actor with the fewest evaluations (or builds) in flight.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 from cudal1.errors import Cudal1Error
+from cudal1.evaluate.artefact import BuildReceipt
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.result import EvalResult
 from cudal1.tasks import Task, source_hash
@@ -36,14 +44,56 @@ class EvalActor:
 
         self.evaluator = LocalEvaluator(EvalConfig(**config), jobs=jobs, cpu_lane=_cpu_lane())
 
-    def evaluate(self, task: dict[str, Any], source: str, fresh: bool) -> dict[str, Any]:
-        result = self.evaluator.submit(Task(**task), source, fresh=fresh).result()
-        return result.to_dict()
+    def evaluate(
+        self,
+        task: dict[str, Any],
+        source: str,
+        fresh: bool,
+        receipt: dict[str, Any] | None = None,
+        blob: bytes = b"",
+    ) -> dict[str, Any]:
+        """`receipt` and `blob`: a build actor's build of this candidate (Ray resolves the
+        blob's reference here, from whichever node holds it)."""
+        prebuilt = (BuildReceipt(**receipt), blob) if receipt is not None else None
+        result = self.evaluator.submit(Task(**task), source, fresh=fresh, prebuilt=prebuilt)
+        return result.result().to_dict()
 
     def ping(self) -> str:
-        import os
-
         return f"{os.uname().nodename}:{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+
+    def arch(self) -> str | None:
+        """The GPU architectures builds for this actor must target."""
+        from cudal1.evaluate import harness
+
+        return harness.cuda_arch_list()
+
+
+class BuildActor:
+    """Lives in a Ray worker process with CPUs and no GPU; builds candidates for the
+    evaluation actors."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = EvalConfig(**config)
+
+    @staticmethod
+    def _node() -> str:
+        return os.uname().nodename
+
+    def build(
+        self, task: dict[str, Any], source: str, arch: str | None
+    ) -> tuple[dict[str, Any], bytes]:
+        """({"result": verdict}, b"") when the build settles the candidate, else
+        ({"receipt": ...}, archive)."""
+        from cudal1.evaluate.evaluator import build_only
+
+        out = build_only(Task(**task), source, self.config, arch=arch, node=self._node())
+        if isinstance(out, EvalResult):
+            return {"result": out.to_dict()}, b""
+        receipt, blob = out
+        return {"receipt": dataclasses.asdict(receipt)}, blob
+
+    def ping(self) -> str:
+        return self._node()
 
 
 def _cpu_lane() -> tuple[int, int]:
@@ -99,6 +149,16 @@ def start_actors(
     ]
 
 
+def start_builders(config: EvalConfig, count: int, *, cpus: int = 2, jobs: int = 2) -> list[Any]:
+    """`count` build actors of `cpus` CPUs each, building `jobs` candidates at once."""
+    import ray
+
+    remote = ray.remote(
+        num_gpus=0, num_cpus=cpus, max_restarts=-1, max_task_retries=0, max_concurrency=jobs
+    )(BuildActor)
+    return [remote.remote(config.to_dict()) for _ in range(count)]
+
+
 class RayEvaluator:
     """Same interface as `LocalEvaluator`: `submit`, `await evaluate`, call, `close`."""
 
@@ -110,7 +170,11 @@ class RayEvaluator:
         actors: int | None = None,
         jobs: int = 2,
         group: str = "default",
+        builders: int = 0,
+        builder_cpus: int = 2,
     ) -> None:
+        """`builders`: build actors (CPU only) that compile every candidate before an
+        evaluation actor measures it; 0: each evaluation actor builds its own."""
         try:
             import ray
         except ImportError:
@@ -124,47 +188,119 @@ class RayEvaluator:
         self.actors = start_actors(config, count=actors, jobs=jobs, group=group)
         self.names = actor_names(config, len(self.actors), group)
         self.in_flight = [0] * len(self.actors)
+        self.builders = start_builders(config, builders, cpus=builder_cpus, jobs=jobs)
+        self.building = [0] * len(self.builders)
+        self.arch = (
+            ray.get(self.actors[0].arch.remote())
+            if self.builders and config.device == "cuda"
+            else None
+        )
         self.lock = threading.Lock()
 
     def submit(self, task: Task, source: str, *, fresh: bool = False) -> Future[EvalResult]:
         out: Future[EvalResult] = Future()
-        self._send(task, source, fresh, out, attempt=0)
+        if self.builders:
+            self._build(task, source, fresh, out, attempt=0)
+        else:
+            self._measure(task, source, fresh, out, None, attempt=0)
         return out
 
-    def _send(
+    def _build(
         self, task: Task, source: str, fresh: bool, out: Future[EvalResult], attempt: int
     ) -> None:
-        """Route to the least busy actor. A call that reaches an actor while Ray restarts it was
-        never started there: it is sent again (a few times); a call whose actor died while it
-        ran is that candidate's `runtime_error`. Either way exactly one result per candidate."""
-        import ray
+        """On the least busy build actor; its receipt (kept here) and the archive's reference
+        go on to `_measure`, the archive itself never passing through this process."""
+        with self.lock:
+            i = min(range(len(self.builders)), key=self.building.__getitem__)
+            self.building[i] += 1
+        fields = {k: getattr(task, k) for k in _TASK_FIELDS}
+        meta, blob = self.builders[i].build.options(num_returns=2).remote(fields, source, self.arch)
 
+        def built(answer: dict[str, Any]) -> None:
+            if "result" in answer:  # refused statically, or the build failed
+                out.set_result(EvalResult.from_dict(answer["result"]))
+            else:
+                self._measure(task, source, fresh, out, (answer["receipt"], blob), attempt=0)
+
+        def again() -> None:
+            self._build(task, source, fresh, out, attempt + 1)
+
+        meta.future().add_done_callback(
+            self._settle(self.building, i, task, source, out, attempt, "build", built, again)
+        )
+
+    def _measure(
+        self,
+        task: Task,
+        source: str,
+        fresh: bool,
+        out: Future[EvalResult],
+        build: tuple[dict[str, Any], Any] | None,
+        attempt: int,
+    ) -> None:
+        """On the least busy evaluation actor, with the build actor's build if there is one."""
         with self.lock:
             i = min(range(len(self.actors)), key=self.in_flight.__getitem__)
             self.in_flight[i] += 1
         fields = {k: getattr(task, k) for k in _TASK_FIELDS}
-        ref = self.actors[i].evaluate.remote(fields, source, fresh)
+        ref = self.actors[i].evaluate.remote(fields, source, fresh, *(build or ()))
+
+        def again() -> None:
+            self._measure(task, source, fresh, out, build, attempt + 1)
+
+        ref.future().add_done_callback(
+            self._settle(
+                self.in_flight,
+                i,
+                task,
+                source,
+                out,
+                attempt,
+                "evaluation",
+                lambda answer: out.set_result(EvalResult.from_dict(answer)),
+                again,
+            )
+        )
+
+    def _settle(
+        self,
+        counts: list[int],
+        i: int,
+        task: Task,
+        source: str,
+        out: Future[EvalResult],
+        attempt: int,
+        what: str,
+        answered: Callable[[Any], None],
+        again: Callable[[], None],
+    ) -> Callable[[Future], None]:
+        """A call that reached an actor while Ray restarted it was never started there: it is
+        sent again (a few times); a call whose actor died while it ran is that candidate's
+        `runtime_error`. Either way exactly one result per candidate."""
+        import ray
 
         def done(f: Future) -> None:
             with self.lock:
-                self.in_flight[i] -= 1
+                counts[i] -= 1
             try:
-                out.set_result(EvalResult.from_dict(f.result()))
+                answer = f.result()
             except ray.exceptions.ActorUnavailableError as e:
                 if attempt < RESEND_LIMIT:
-                    threading.Timer(
-                        RESEND_DELAY_S, self._send, (task, source, fresh, out, attempt + 1)
-                    ).start()
+                    threading.Timer(RESEND_DELAY_S, again).start()
                 else:
                     out.set_result(
-                        _lost(task, source, self.config, f"evaluation actor unavailable ({e})")
+                        _lost(task, source, self.config, f"{what} actor unavailable ({e})")
                     )
+                return
             except ray.exceptions.RayActorError as e:  # the actor died: Ray restarts it
-                out.set_result(_lost(task, source, self.config, f"evaluation actor died ({e})"))
+                out.set_result(_lost(task, source, self.config, f"{what} actor died ({e})"))
+                return
             except Exception as e:  # any other transport failure is this candidate's
-                out.set_result(_lost(task, source, self.config, f"evaluation failed in Ray ({e})"))
+                out.set_result(_lost(task, source, self.config, f"{what} failed in Ray ({e})"))
+                return
+            answered(answer)
 
-        ref.future().add_done_callback(done)
+        return done
 
     async def evaluate(self, task: Task, source: str, *, fresh: bool = False) -> EvalResult:
         import asyncio
@@ -181,7 +317,9 @@ class RayEvaluator:
         for name, actor in zip(self.names, self.actors, strict=True):
             if name not in self.served:
                 ray.kill(actor)
-        self.actors = []
+        for builder in self.builders:
+            ray.kill(builder)
+        self.actors, self.builders = [], []
 
     def __enter__(self) -> RayEvaluator:
         return self

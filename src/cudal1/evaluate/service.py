@@ -31,16 +31,20 @@ def make_evaluator(
     jobs: int = 4,
     address: str | None = None,
     gpus: int | None = None,
+    builders: int = 0,
 ) -> Evaluator:
     """`gpus`: how many GPUs to spread over (local: the first visible ones, a worker pool and
     a device lock each; ray: that many actors, one GPU each; None: one, or every GPU of the
-    Ray cluster)."""
+    Ray cluster). `builders` (ray only): CPU-only build actors that compile every candidate
+    before a GPU actor measures it."""
     if backend == "local":
         from cudal1.evaluate.pool import LocalEvaluator
 
+        if builders:
+            raise Cudal1Error("--builders needs --backend ray (the local backend builds itself)")
         return LocalEvaluator(config, jobs=jobs, gpus=gpus)
     if backend == "ray":
         from cudal1.evaluate.ray_backend import RayEvaluator
 
-        return RayEvaluator(config, address=address, jobs=jobs, actors=gpus)
+        return RayEvaluator(config, address=address, jobs=jobs, actors=gpus, builders=builders)
     raise Cudal1Error(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")

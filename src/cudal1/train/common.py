@@ -50,7 +50,13 @@ def evaluator_for(run: RunConfig, config: EvalConfig) -> Evaluator:
         return ServiceEvaluator(
             run.eval_url, read_token(run.eval_token_file), config, jobs=run.eval_jobs
         )
-    return make_evaluator(run.eval_backend, config, jobs=run.eval_jobs, address=run.ray_address)
+    return make_evaluator(
+        run.eval_backend,
+        config,
+        jobs=run.eval_jobs,
+        address=run.ray_address,
+        builders=run.ray_builders,
+    )
 
 
 def model_path(run: RunConfig) -> str:

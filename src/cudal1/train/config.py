@@ -49,6 +49,8 @@ class RunConfig:
     `eval_url` and `eval_token_file`; the service's evaluator settings apply, except [eval]'s
     policy and tolerance, sent with each request)."""
     ray_address: str | None = None
+    ray_builders: int = 0
+    """With `ray`: CPU-only build actors that compile rollouts for the GPU actors."""
     eval_url: str | None = None
     """The service's address, e.g. `http://evalhost:8000`."""
     eval_token_file: Path | None = None

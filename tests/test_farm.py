@@ -1,0 +1,149 @@
+"""Compiling off the GPU box: a build actor (CPU only, sandboxed builder) builds the candidate,
+the archive travels to the evaluation actor, which loads it only when it hashes to the digest
+the router passed on. Ray runs on a loopback cluster; the "GPU" actor measures on the CPU."""
+
+import dataclasses
+import hashlib
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from cudal1.evaluate import EvalConfig, artefact
+from cudal1.evaluate.artefact import ArtefactRefused, BuildReceipt
+from cudal1.tasks import load_suite, source_hash
+
+GELU = load_suite("bundled", validate=False).get("L1_20")
+CPP_GELU = (
+    Path(__file__).parent / "honest" / "candidates" / "build_in_own_directory.py"
+).read_text()
+BROKEN_CPP = CPP_GELU.replace("return y;", "return y")  # a C++ syntax error
+
+
+def _tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def _receipt(blob: bytes, candidate: str = "c" * 64) -> BuildReceipt:
+    return BuildReceipt(candidate, hashlib.sha256(blob).hexdigest(), len(blob), 1.0, "node")
+
+
+def test_an_archive_is_unpacked_only_when_it_is_the_one_announced(tmp_path):
+    built = tmp_path / "built" / ("c" * 64)
+    (built / "torch_extensions" / "ext").mkdir(parents=True)
+    (built / "torch_extensions" / "ext" / "ext.so").write_bytes(b"\x7fELF" + bytes(100))
+    os.utime(built / "torch_extensions" / "ext" / "ext.so", ns=(1, 1_700_000_000_123_456_789))
+    (built / ".cudal1-build.lock").touch()
+    blob, digest = artefact.pack(built, max_bytes=1 << 20)
+    receipt = BuildReceipt("c" * 64, digest, len(blob), 2.0, "node")
+
+    target = tmp_path / "gpu" / ("c" * 64)
+    target.mkdir(parents=True)
+    (target / "stale").write_text("from an earlier build")
+    artefact.unpack(blob, receipt, target, max_bytes=1 << 20)
+    so = target / "torch_extensions" / "ext" / "ext.so"
+    assert so.read_bytes()[:4] == b"\x7fELF"
+    assert not (target / "stale").exists()  # the build is exactly the archive
+    # to the nanosecond: ninja's deps log rebuilds an object that looks newer than it was
+    assert so.stat().st_mtime_ns == (built / so.relative_to(target)).stat().st_mtime_ns
+
+    swapped = _tar({"torch_extensions/ext/ext.so": b"planted"})
+    refusals = {
+        "hashes to": (swapped, dataclasses.replace(receipt, size=len(swapped)), target),
+        "receipt": (swapped, receipt, target),
+        "offered for": (blob, receipt, tmp_path / "gpu" / ("d" * 64)),
+        "limit": (blob, receipt, target, 10),
+    }
+    for expected, (data, rec, where, *limit) in refusals.items():
+        where.mkdir(exist_ok=True)
+        with pytest.raises(ArtefactRefused, match=expected):
+            artefact.unpack(data, rec, where, max_bytes=limit[0] if limit else 1 << 20)
+    assert (target / "torch_extensions" / "ext" / "ext.so").read_bytes()[:4] == b"\x7fELF"
+
+    # An archive that hashes right but reaches outside its directory (a compile node that was
+    # itself subverted) unpacks nothing there.
+    for escaping in (_tar({"../escaped": b"x"}), _tar({}, links={"out": "/etc"})):
+        with pytest.raises(ArtefactRefused, match="does not unpack"):
+            artefact.unpack(escaping, _receipt(escaping), target, max_bytes=1 << 20)
+        assert not (tmp_path / "gpu" / "escaped").exists()
+        assert [p.name for p in target.iterdir()] == []
+    bomb = _tar({"big": bytes(4 << 20)})  # compresses to a few KiB
+    with pytest.raises(ArtefactRefused, match="unpacks to"):
+        artefact.unpack(bomb, _receipt(bomb), target, max_bytes=1 << 20)
+    with pytest.raises(ArtefactRefused, match="over the"):
+        artefact.pack(built, max_bytes=10)
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, namespace="cudal1")
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_build_actor_builds_and_the_evaluation_actor_loads_that_build(ray_session, tmp_path):
+    from cudal1.evaluate.evaluator import evaluate
+    from cudal1.evaluate.ray_backend import RayEvaluator
+
+    config = EvalConfig(
+        device="cpu",
+        trials=2,
+        timing_budget_s=0.1,
+        min_pairs=7,
+        max_pairs=14,
+        run_timeout_s=60,
+        build_root=tmp_path / "builds",
+    )
+    with RayEvaluator(config, actors=1, jobs=1, builders=1, builder_cpus=1) as ev:
+        futures = {
+            "cpp": ev.submit(GELU, CPP_GELU),
+            "broken": ev.submit(GELU, BROKEN_CPP),
+            "static": ev.submit(GELU, "import ctypes\n" + CPP_GELU),
+        }
+        results = {name: f.result(timeout=900) for name, f in futures.items()}
+        builder_node = ray_session.get(ev.builders[0].ping.remote())
+
+    ok = results["cpp"]
+    assert ok.status == "ok", ok.reasons
+    assert ok.env["built_on"] == builder_node and ok.phase_seconds["compile"] > 0
+    # The evaluation actor's candidate process found the build up to date: ninja's log (which
+    # came in the archive) names each target once, so nothing was built again where it ran.
+    build_dir = config.build_root / source_hash(CPP_GELU)
+    (log,) = build_dir.rglob(".ninja_log")
+    targets = [line.split("\t")[3] for line in log.read_text().splitlines()[1:]]
+    assert targets and len(targets) == len(set(targets)), targets
+
+    broken = results["broken"]  # settled on the build actor: no evaluation actor involved
+    assert broken.status == "compile_error" and "built_on" not in broken.env
+    assert "load" not in broken.phase_seconds
+    assert results["static"].status == "rejected"
+    assert not (config.build_root / source_hash(BROKEN_CPP)).exists() or not any(
+        (config.build_root / source_hash(BROKEN_CPP)).rglob("*.so")
+    )
+
+    # An archive altered on the way: refused, set aside, and the candidate built where it is
+    # measured (here a no-op: the good build is in place); the planted file never lands.
+    receipt = BuildReceipt(
+        ok.candidate_hash, hashlib.sha256(b"x").hexdigest(), 0, 1.0, builder_node
+    )
+    planted = _tar({"torch_extensions/planted.txt": b"swapped on the way"})
+    receipt = dataclasses.replace(receipt, size=len(planted))
+    again = evaluate(GELU, CPP_GELU, config, prebuilt=(receipt, planted))
+    assert again.status == "ok", again.reasons
+    assert any(f.startswith("build_refused:") for f in again.flags), again.flags
+    assert "built_on" not in again.env
+    assert not (build_dir / "torch_extensions" / "planted.txt").exists()
