@@ -3,9 +3,12 @@
 into the host binding file (`torch/extension.h` and pybind11), the `.cu` files through nvcc,
 the C++ sources and the link; what is left of the wall time is Python (importing torch and the
 candidate, hashing sources, loading the built module). A second build of the same source shows
-what a cached build costs.
+what a cached build costs. With `--pch`, each candidate is built cold a third time with the
+evaluator's precompiled `torch/extension.h` on CPATH (`cudal1.evaluate.pch`, built first, its
+time reported), and the objects of the two cold builds are compared byte for byte.
 
     PYTHONPATH=src:. python3 benchmarks/build_breakdown.py --out DIR [--arch 9.0] [--jobs N]
+        [--pch] [--limit N] [--kind cuda|cpp]
 
 Writes DIR/build_breakdown.json and prints a table. No GPU is needed (the evaluator's builder
 has none either): CUDA is compiled for `--arch`.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,6 +64,27 @@ def ninja_parts(ext_root: Path) -> dict[str, float]:
     return parts
 
 
+def precompile(out: Path) -> tuple[dict[str, str], float]:
+    """The evaluator's precompiled headers (built under OUT/pch unless there already) and the
+    CPATH that candidate processes get."""
+    from cudal1.evaluate import pch
+
+    t0 = time.perf_counter()
+    headers = pch.ensure(out / "pch")
+    if headers is None:
+        raise SystemExit("this machine cannot precompile torch/extension.h (no GCC?)")
+    return {"CPATH": str(headers)}, round(time.perf_counter() - t0, 1)
+
+
+def objects(root: Path) -> dict[str, bytes]:
+    """A build tree's objects and libraries, by path."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.suffix in (".o", ".so")
+    }
+
+
 def build(path: Path, task: str, ext_root: Path, env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, seconds of it importing torch) for one build in a fresh process."""
     run_env = {**os.environ, **env, "TORCH_EXTENSIONS_DIR": str(ext_root)}
@@ -84,13 +109,20 @@ def main() -> int:
     parser.add_argument("--arch", default="9.0", help="TORCH_CUDA_ARCH_LIST for the builds.")
     parser.add_argument("--jobs", type=int, default=None, help="MAX_JOBS (default: ninja's).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N candidates.")
+    parser.add_argument("--kind", choices=("cuda", "cpp"), default=None, help="Only this kind.")
+    parser.add_argument("--pch", action="store_true", help="Also build with the evaluator's PCH.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {"TORCH_CUDA_ARCH_LIST": args.arch, "CUDA_VISIBLE_DEVICES": ""}
     if args.jobs:
         env["MAX_JOBS"] = str(args.jobs)
+    pch_env, pch_s = precompile(args.out) if args.pch else ({}, None)
     unique = {c.file: c for c in load_cases("honest") if "load_inline" in c.source}
-    cases = list(unique.values())[: args.limit]
+    cases = [
+        c
+        for c in unique.values()
+        if args.kind is None or ("cuda_sources" in c.source) == (args.kind == "cuda")
+    ][: args.limit]
     rows: list[dict[str, Any]] = []
     for case in cases:
         path = Path(__file__).parent.parent / "tests" / "honest" / "candidates" / case.file
@@ -103,6 +135,12 @@ def main() -> int:
                 print(f"{case.file}: {e}", flush=True)
                 continue
             parts = ninja_parts(ext_root)
+            if pch_env:  # again from nothing, at the same path (objects name their sources)
+                plain = objects(ext_root)
+                shutil.rmtree(ext_root)
+                cold_pch, _ = build(path, case.task, ext_root, {**env, **pch_env})
+                pch_parts = ninja_parts(ext_root)
+                same = objects(ext_root) == plain
         kind = "cuda" if parts["nvcc"] > 0 else "cpp"
         row = {"case": case.file, "task": case.task, "kind": kind, "cold_s": round(cold, 2)}
         row |= {k: round(v, 2) for k, v in parts.items()}
@@ -111,6 +149,12 @@ def main() -> int:
             "torch_import_s": round(t_torch, 2),
         }
         row |= {"cached_s": round(cached, 2)}
+        if pch_env:
+            row |= {
+                "cold_pch_s": round(cold_pch, 2),
+                "binding_pch": round(pch_parts["binding"], 2),
+                "same_objects": same,
+            }
         rows.append(row)
         print(json.dumps(row), flush=True)
     summary = {
@@ -119,12 +163,20 @@ def main() -> int:
             **{
                 f"median_{k}": round(statistics.median(r[k] for r in group), 2)
                 for k in ("cold_s", "binding", "nvcc", "cpp", "link", "python_s", "cached_s")
+                + (("cold_pch_s", "binding_pch") if pch_env else ())
             },
+            **({"all_objects_same": all(r["same_objects"] for r in group)} if pch_env else {}),
         }
         for kind in ("cuda", "cpp")
         if (group := [r for r in rows if r["kind"] == kind])
     }
-    data = {"env": env, "cpus": os.cpu_count(), "rows": rows, "summary": summary}
+    data = {
+        "env": env,
+        "cpus": os.cpu_count(),
+        "pch_build_s": pch_s,
+        "rows": rows,
+        "summary": summary,
+    }
     (args.out / "build_breakdown.json").write_text(json.dumps(data, indent=1))
     print("| kind | n | cold | binding | nvcc | C++ | link | Python | cached |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -134,6 +186,15 @@ def main() -> int:
             f"{s['median_nvcc']} | {s['median_cpp']} | {s['median_link']} | "
             f"{s['median_python_s']} | {s['median_cached_s']} |"
         )
+    if pch_env:
+        print(f"precompiled headers built in {pch_s} s")
+        print("| kind | cold | cold with PCH | binding | binding with PCH | objects identical |")
+        print("|---|---|---|---|---|---|")
+        for kind, s in summary.items():
+            print(
+                f"| {kind} | {s['median_cold_s']} | {s['median_cold_pch_s']} | "
+                f"{s['median_binding']} | {s['median_binding_pch']} | {s['all_objects_same']} |"
+            )
     return 0
 
 

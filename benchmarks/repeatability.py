@@ -238,6 +238,13 @@ def evaluate_all(
             row = {"phase": phase, "t": round(time.monotonic() - t0, 1)}
             row |= {"subject": s.key if s else None, "status": r.status, "speedup": r.speedup}
             row |= {"flags": [x.split(":")[0] for x in r.flags], "reasons": r.reasons[:1]}
+            row |= {
+                "compile_s": r.phase_seconds.get("compile"),
+                "exclusive_s": r.phase_seconds.get("device.timing", 0.0)
+                + r.phase_seconds.get("device.profile", 0.0),
+                "device_s": r.phase_seconds.get("device", 0.0),
+                "kind": _kind(src),
+            }
             if r.timing is not None:  # what the speedup was made of, to read a spread
                 t = r.timing
                 row["timing"] = {
@@ -255,6 +262,12 @@ def evaluate_all(
             f.write(json.dumps(row) + "\n")
             f.flush()
     return done
+
+
+def _kind(source: str) -> str:
+    if "load_inline" in source:
+        return "cuda" if "cuda_sources" in source else "cpp"
+    return "triton" if "import triton" in source else "torch"
 
 
 def rounds(subjects_: list[Subject], repeats: int, seed: int) -> list[Subject]:

@@ -28,9 +28,9 @@ from cudal1.tasks import load_suite
 from tests.corpus import load_cases
 
 
-def mix(device: str, count: int) -> list[tuple[str, str]]:
-    """`count` fresh candidates; on CUDA the PyTorch rewrites come from the CPU corpus (they
-    run on either device)."""
+def mix(device: str, count: int, shares: tuple[float, float] = (0.4, 0.1)) -> list[tuple[str, str]]:
+    """`count` fresh candidates, `shares` of them (CUDA C++, Triton), the rest PyTorch
+    rewrites; on CUDA the rewrites come from the CPU corpus too (they run on either device)."""
     cases = load_cases("honest", device)
     if device == "cuda":
         cases += [c for c in load_cases("honest", "cpu") if "load_inline" not in c.source]
@@ -38,8 +38,8 @@ def mix(device: str, count: int) -> list[tuple[str, str]]:
     triton = [c for c in cases if "triton" in c.source and c not in cuda]
     torch_ = [c for c in cases if c not in cuda and c not in triton]
     want = {
-        "cuda": round(0.4 * count) if cuda else 0,
-        "triton": round(0.1 * count) if triton else 0,
+        "cuda": round(shares[0] * count) if cuda else 0,
+        "triton": round(shares[1] * count) if triton else 0,
     }
     want["torch"] = count - want["cuda"] - want["triton"]  # and whatever a missing kind leaves
     out = []

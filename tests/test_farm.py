@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import io
 import os
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -147,3 +148,57 @@ def test_build_actor_builds_and_the_evaluation_actor_loads_that_build(ray_sessio
     assert any(f.startswith("build_refused:") for f in again.flags), again.flags
     assert "built_on" not in again.env
     assert not (build_dir / "torch_extensions" / "planted.txt").exists()
+
+
+@pytest.mark.slow
+def test_the_precompiled_binding_header_gives_the_same_object(tmp_path, monkeypatch):
+    """GCC takes torch/extension.h from the evaluator's precompiled header (found through
+    CPATH, ahead of torch's -isystem directories) and the object is the one it would have
+    built from the header: the build stays the candidate's own."""
+    import subprocess
+
+    from cudal1.evaluate import pch
+    from cudal1.evaluate.evaluator import _build_env
+
+    flags = pch.binding_flags()
+    if shutil.which("c++") is None or flags is None:
+        pytest.skip("needs GCC and torch's extension builder")
+    monkeypatch.setattr(pch, "VARIANTS", {"default": ()})  # one variant is enough to show it
+    config = EvalConfig(device="cpu", build_root=tmp_path / "builds", precompiled_headers=True)
+    assert pch.include_dir(config.pch_root) is None and "CPATH" not in _build_env(
+        config, tmp_path, tmp_path / "b"
+    )
+    headers = pch.ensure(config.pch_root)
+    assert headers is not None and headers == pch.include_dir(config.pch_root)
+    gch = headers / "torch" / "extension.h.gch" / "default.gch"
+    assert gch.stat().st_mtime_ns == pch.torch_header().stat().st_mtime_ns
+    env = _build_env(config, tmp_path, tmp_path / "b")
+    assert env["CPATH"].split(os.pathsep)[0] == str(headers)
+    off = dataclasses.replace(config, precompiled_headers=False)
+    assert "CPATH" not in _build_env(off, tmp_path, tmp_path / "b")
+
+    main = tmp_path / "main.cpp"  # what load_inline writes for a one-function extension
+    main.write_text(
+        "#include <torch/extension.h>\n"
+        "#include <torch/extension.h>\n"  # the candidate's own include, after load_inline's
+        "torch::Tensor add_one(torch::Tensor x) { return x + 1; }\n"
+        'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add_one", &add_one); }\n'
+    )
+    plain_env = {k: v for k, v in os.environ.items() if k != "CPATH"}
+
+    def compile_main(extra_env: dict[str, str], out: Path) -> str:
+        command = ["c++", "-DTORCH_EXTENSION_NAME=probe_ext", *flags, "-H", "-c", str(main)]
+        done = subprocess.run(
+            [*command, "-o", str(out)],
+            env={**plain_env, **extra_env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stderr
+
+    used = compile_main({"CPATH": env["CPATH"]}, tmp_path / "with.o")
+    assert f"! {gch}" in used.splitlines()
+    plain = compile_main({}, tmp_path / "without.o")
+    assert not any(line.startswith("! ") for line in plain.splitlines())
+    assert (tmp_path / "with.o").read_bytes() == (tmp_path / "without.o").read_bytes()

@@ -92,6 +92,11 @@ class EvalConfig:
     """Importing the candidate and constructing ModelNew (where load_inline builds run)."""
     max_build_mb: int = 1024
     """A candidate's build directory, as a compile node sends it to the GPU's node."""
+    precompiled_headers: bool = field(
+        default_factory=lambda: os.environ.get("CUDAL1_PRECOMPILED_HEADERS", "1") != "0"
+    )
+    """Precompile `torch/extension.h` once per machine for the binding file of every
+    `load_inline` build (`pch.py`); CUDAL1_PRECOMPILED_HEADERS=0 turns it off by default."""
     run_timeout_s: float = 300.0
     """Each request to a worker, the candidate's first call included: an extension it builds
     inside forward must finish in this time (CUDA-L1's L1_10 took 20 to 111 s on the H200)."""
@@ -145,6 +150,11 @@ class EvalConfig:
         if self.sizes == "auto":
             return "cpu" if self.device == "cpu" else "full"
         return self.sizes
+
+    @property
+    def pch_root(self) -> Path:
+        """Precompiled headers, beside the build directories, one directory per toolchain."""
+        return self.build_root.parent / "pch"
 
     def lock_path(self, gpu: str | None = None) -> str | None:
         """One lock per device: `cuda0.lock` (`gpu` as CUDA_VISIBLE_DEVICES names it, else the

@@ -41,6 +41,7 @@ Read top to bottom, this is the whole evaluation of one candidate:
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import random
 import secrets
@@ -56,7 +57,7 @@ from typing import Any, Protocol
 import torch
 
 from cudal1.errors import Cudal1Error
-from cudal1.evaluate import artefact, harness, interference, sandbox
+from cudal1.evaluate import artefact, harness, interference, pch, sandbox
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.protocol import (
     ProtocolError,
@@ -442,6 +443,9 @@ def _build_env(
         "TMPDIR": str(workdir / "tmp"),
         "XDG_CACHE_HOME": str(workdir / "tmp"),
     }
+    headers = pch.include_dir(config.pch_root) if config.precompiled_headers else None
+    if headers is not None:  # searched before torch's own include directories
+        env["CPATH"] = os.pathsep.join(filter(None, [str(headers), os.environ.get("CPATH")]))
     if config.device == "cuda":
         arch = arch or harness.cuda_arch_list()
         if arch:  # the builder sees no GPU: it compiles for the GPUs this machine has

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from cudal1.errors import Cudal1Error
-from cudal1.evaluate import harness
+from cudal1.evaluate import harness, pch
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.evaluator import Prebuilt, evaluate, require_sandbox, start_worker
 from cudal1.evaluate.protocol import PRELOAD_ENV, Worker
@@ -182,6 +182,8 @@ class LocalEvaluator:
         self.config = config
         if config.sandbox:
             require_sandbox()
+        if config.precompiled_headers and config.device == "cuda":  # where builds are CUDA's
+            pch.ensure_in_background(config.pch_root)
         size = warm if warm is not None else min(jobs, 4)
         names: list[str | None] = [None]
         if gpus is not None:

@@ -73,7 +73,11 @@ class BuildActor:
     evaluation actors."""
 
     def __init__(self, config: dict[str, Any]) -> None:
+        from cudal1.evaluate import pch
+
         self.config = EvalConfig(**config)
+        if self.config.precompiled_headers and self.config.device == "cuda":
+            pch.ensure_in_background(self.config.pch_root)
 
     @staticmethod
     def _node() -> str:
