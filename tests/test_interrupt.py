@@ -78,3 +78,41 @@ def test_ctrl_c_stops_bench_and_leaves_no_process(tmp_path: Path) -> None:
         [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
     )
     assert [r for r in rows if r["task_id"] == "L1_20"] == []  # interrupted: not recorded
+
+
+def test_a_sandboxed_program_ends_with_the_process_that_started_it():
+    """An evaluator that dies without cleaning up (a Ray actor killed mid-evaluation, a crash)
+    leaves no candidate behind: its sandbox launcher sees the control pipe close and ends the
+    candidate's pid namespace. Before, a hanging candidate of a killed actor spun on."""
+    from cudal1.evaluate import sandbox
+
+    try:
+        sandbox.check_available()
+    except sandbox.SandboxError as e:
+        pytest.skip(f"this machine cannot sandbox: {e}")
+    marker = f"CUDAL1_ORPHAN_{uuid.uuid4().hex}"
+    starter = (
+        "import sys, time\n"
+        "from cudal1.evaluate import sandbox\n"
+        "proc, control = sandbox.start(\n"
+        "    [sys.executable, '-S', '-c', 'while True: pass'], writable=[], gpu=False\n"
+        ")\n"
+        "print(control.pid(), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", starter],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, marker: "1"},
+        start_new_session=True,
+    )
+    try:
+        spinning = int(parent.stdout.readline())
+        assert spinning in _marked(marker)
+        parent.kill()  # the parent alone, as Ray kills an actor's process
+        parent.wait()
+        assert _wait(lambda: not _marked(marker), 30), "the sandboxed program outlived its parent"
+    finally:
+        for pid in _marked(marker):
+            os.kill(pid, signal.SIGKILL)

@@ -213,8 +213,13 @@ def _serve_control(child: int, ctl_in: int, ctl_out: int, status_r: int) -> int:
         if ctl_in not in ready:
             continue
         chunk = os.read(ctl_in, 4096)
-        if not chunk:  # the parent closed the control pipe: no more grants
+        if not chunk:
+            # The parent closes its end only after killing the program, so an end of file
+            # here means the parent died (a killed Ray actor, a crash): end the namespace's
+            # init, and the kernel ends everything in it (a hanging candidate would spin on).
             os.close(ctl_in)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
             os.waitpid(child, 0)
             break
         buffer += chunk
@@ -254,24 +259,32 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"sandbox: {e}\n")
         return REFUSED_EXIT
     status_r, status_w = os.pipe()
+    launcher_r, launcher_w = os.pipe()  # the write end stays open as long as this process lives
     child = os.fork()
     if child == 0:
         os.close(ctl_in)
         os.close(ctl_out)
         os.close(status_r)
-        _init(program, status_w)
+        os.close(launcher_w)
+        _init(program, status_w, launcher_r)
     os.close(status_w)
+    os.close(launcher_r)
     return _serve_control(child, ctl_in, ctl_out, status_r)
 
 
-def _init(program: list[str], status_w: int) -> None:
+def _init(program: list[str], status_w: int, launcher_r: int) -> None:
     """The pid namespace's init: start the program as its only child, reap whatever else ends
     up here, and pass the program's wait status to the launcher. The program is not init
     itself, so signals reach it as they reach any process (the kernel ignores a signal an init
-    sends itself, `raise(SIGSEGV)` included)."""
+    sends itself, `raise(SIGSEGV)` included). It ends with the launcher, which ends with the
+    evaluator (parent-death signals): a dead evaluator leaves no candidate running, however
+    long it hangs."""
     try:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         _drop_privileges()
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if select.select([launcher_r], [], [], 0)[0]:  # end of file: it died before that
+            os._exit(REFUSED_EXIT)
     except (SandboxError, OSError) as e:
         sys.stderr.write(f"sandbox: {e}\n")
         os._exit(REFUSED_EXIT)
