@@ -20,7 +20,9 @@ GELU = load_suite("bundled", validate=False).get("L1_20")
 CPP_GELU = (
     Path(__file__).parent / "honest" / "candidates" / "build_in_own_directory.py"
 ).read_text()
-BROKEN_CPP = CPP_GELU.replace("return y;", "return y")  # a C++ syntax error
+BROKEN_CPP = CPP_GELU.replace(  # the compiler stops at once (no header parsed): a quick failure
+    'functions=["gelu"],', 'functions=["gelu"], extra_cflags=["-fno-such-option"],'
+)
 
 
 def _tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
@@ -117,6 +119,8 @@ def test_build_actor_builds_and_the_evaluation_actor_loads_that_build(ray_sessio
         }
         results = {name: f.result(timeout=900) for name, f in futures.items()}
         builder_node = ray_session.get(ev.builders[0].ping.remote())
+        # measured again (as a suspicious win is): the build actor's kept archive, not a rebuild
+        remeasured = ev.submit(GELU, CPP_GELU, fresh=True).result(timeout=900)
 
     ok = results["cpp"]
     assert ok.status == "ok", ok.reasons
@@ -127,6 +131,8 @@ def test_build_actor_builds_and_the_evaluation_actor_loads_that_build(ray_sessio
     (log,) = build_dir.rglob(".ninja_log")
     targets = [line.split("\t")[3] for line in log.read_text().splitlines()[1:]]
     assert targets and len(targets) == len(set(targets)), targets
+    assert remeasured.status == "ok" and not remeasured.cached
+    assert remeasured.env["build_sha256"] == ok.env["build_sha256"]
 
     broken = results["broken"]  # settled on the build actor: no evaluation actor involved
     assert broken.status == "compile_error" and "built_on" not in broken.env

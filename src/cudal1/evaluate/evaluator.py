@@ -391,6 +391,7 @@ def _unpack(
         return None
     result.phase_seconds["compile"] = receipt.compile_s
     result.env["built_on"] = receipt.node
+    result.env["build_sha256"] = receipt.digest
     return prebuilt
 
 

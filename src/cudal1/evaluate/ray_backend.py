@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -70,12 +71,19 @@ class EvalActor:
 
 class BuildActor:
     """Lives in a Ray worker process with CPUs and no GPU; builds candidates for the
-    evaluation actors."""
+    evaluation actors. Keeps its last `KEPT_BUILDS` archives: a candidate measured again (a
+    suspicious win re-measured with `fresh`) is not built again."""
+
+    KEPT_BUILDS = 64
 
     def __init__(self, config: dict[str, Any]) -> None:
         from cudal1.evaluate import pch
 
         self.config = EvalConfig(**config)
+        self.kept: OrderedDict[tuple[str, str, str | None], tuple[dict[str, Any], bytes]] = (
+            OrderedDict()
+        )
+        self.lock = threading.Lock()
         if self.config.precompiled_headers and self.config.device == "cuda":
             pch.ensure_in_background(self.config.pch_root)
 
@@ -90,11 +98,22 @@ class BuildActor:
         ({"receipt": ...}, archive)."""
         from cudal1.evaluate.evaluator import build_only
 
-        out = build_only(Task(**task), source, self.config, arch=arch, node=self._node())
+        the_task = Task(**task)
+        key = (the_task.hash, source_hash(source), arch)
+        with self.lock:
+            if key in self.kept:
+                self.kept.move_to_end(key)
+                return self.kept[key]
+        out = build_only(the_task, source, self.config, arch=arch, node=self._node())
         if isinstance(out, EvalResult):
             return {"result": out.to_dict()}, b""
         receipt, blob = out
-        return {"receipt": dataclasses.asdict(receipt)}, blob
+        answer = {"receipt": dataclasses.asdict(receipt)}, blob
+        with self.lock:
+            self.kept[key] = answer
+            while len(self.kept) > self.KEPT_BUILDS:
+                self.kept.popitem(last=False)
+        return answer
 
     def ping(self) -> str:
         return self._node()
