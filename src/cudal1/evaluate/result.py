@@ -24,6 +24,13 @@ STATUSES: tuple[Status, ...] = (
 )
 
 
+def reason_kind(reason: str) -> str:
+    """What a refusal or failure reason is about, for counting: the flag's name
+    (`escaped_work: ...` gives `escaped_work`), else its first few words."""
+    head = reason.split(":", 1)[0]
+    return head if ":" in reason and len(head) <= 40 else " ".join(reason.split()[:4]) or "-"
+
+
 @dataclass
 class TimingStats:
     """Per-call times in ms: median, and a 95 % interval for the median (order statistics)."""

@@ -21,6 +21,8 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
+from cudal1.evaluate.result import reason_kind
+
 FAST_P = (0.0, 1.0, 1.2, 2.0)
 RULES = ("paper", "strict")
 
@@ -216,10 +218,7 @@ def refusal_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
         if r["status"] == "ok":  # correct, but beyond the roofline or on a degenerate task
             key = f"flagged: {r['flagged'][0]}"
         else:
-            first = r["reasons"][0] if r["reasons"] else ""
-            head = first.split(":", 1)[0]
-            kind = head if ":" in first and len(head) <= 40 else " ".join(first.split()[:4]) or "-"
-            key = f"{r['status']}: {kind}"
+            key = f"{r['status']}: {reason_kind(r['reasons'][0] if r['reasons'] else '')}"
         counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 

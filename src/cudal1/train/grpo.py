@@ -219,6 +219,9 @@ def run_grpo(
         "resumed_from": str(resume) if resume else None,
         "final": str(run.out / "final"),
         "exemplars": db.count(),
-        "rewards": [h["metrics"] for h in reward.history],
+        "rewards": [  # one per reward call (a step's rollouts), refusals counted by reason
+            {**h["metrics"], "statuses": h["statuses"], "refused": h["refused"]}
+            for h in reward.history
+        ],
         "timing": clock.summary(),
     }

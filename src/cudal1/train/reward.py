@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudal1.evaluate import EvalResult
+from cudal1.evaluate.result import reason_kind
 from cudal1.evaluate.service import Evaluator
 from cudal1.exemplars import ExemplarDB
 from cudal1.optimize import Reviewer, ReviewThresholds, review
@@ -215,6 +216,11 @@ class CudaL1Reward:
         statuses = Counter(res.status if res else "unparsed" for _, res in scored)
         speedups = [r for r, _ in scored if r is not None]
         flags = Counter(f.split(":", 1)[0] for _, res in scored if res for f in res.flags)
+        refused = Counter(  # reward hacking, by what the candidate did
+            reason_kind(res.reasons[0] if res.reasons else "")
+            for _, res in scored
+            if res and res.status == "rejected"
+        )
         metrics = {
             "reward/correct": statuses["ok"] / n,
             "reward/rejected": statuses["rejected"] / n,
@@ -240,7 +246,14 @@ class CudaL1Reward:
             ),
         }
         metrics |= {f"flags/{k}": v / n for k, v in flags.items()}
-        self.history.append({"metrics": metrics, "speedups": speedups, "statuses": dict(statuses)})
+        self.history.append(
+            {
+                "metrics": metrics,
+                "speedups": speedups,
+                "statuses": dict(statuses),
+                "refused": dict(refused),
+            }
+        )
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)
