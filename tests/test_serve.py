@@ -203,9 +203,9 @@ def test_health_needs_no_token_and_everything_else_does(server):
 
 
 def test_limits_and_malformed_requests_get_one_clear_line(server):
-    post = lambda **kw: httpx.post(  # noqa: E731
-        server.url + "/v1/evaluate", headers=server.headers(), timeout=120, **kw
-    )  # the broken task is refused only after the judge ran it: worker start-up under CI load takes seconds
+    def post(**kw):  # the broken task is refused only after the judge ran it: give it time
+        return httpx.post(server.url + "/v1/evaluate", headers=server.headers(), timeout=120, **kw)
+
     big = json.dumps({"task": "L1_20", "source": "#" * (1 << 20)})
     assert post(content=big).status_code == 413
 
