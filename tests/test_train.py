@@ -150,10 +150,22 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     assert (ckpt / "exemplars.db").is_file() and (ckpt / "reward_shaper.json").is_file()
     assert ExemplarDB(ckpt / "exemplars.db").count() >= 2
     assert any((out / "tensorboard").rglob("events.out.tfevents*"))
-    code, _, err = cli(*args, "--steps", "3")  # resumes from checkpoint-2
+    # resumes from checkpoint-2, with the compact prompt (small models): TRL continues the
+    # prefilled answer, and the reward parses the prefill and the continuation together
+    code, _, err = cli(*args, "--steps", "3", "--set", "grpo.prompt_style=compact")
     assert code == 0, err
     resumed = json.loads((out / "grpo.json").read_text())
     assert resumed["steps"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")
+    from cudal1.policy import contrastive_prompt
+    from cudal1.tasks import load_suite
+
+    prefill = contrastive_prompt(
+        load_suite("bundled").get("L1_20"), [], device="cpu", style="compact"
+    ).prefill
+    answers = [r.code for r in ExemplarDB(out / "exemplars.db").exemplars("L1_20")]
+    assert sum(a.startswith(prefill) for a in answers) == 2  # the step's two rollouts
+    code, _, err = cli(*args, "--steps", "3", "--set", "grpo.prompt_style=short")
+    assert code != 0 and "prompt_style must be one of paper, compact" in err
 
 
 @pytest.mark.slow

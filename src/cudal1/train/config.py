@@ -21,6 +21,7 @@ from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 from cudal1.exemplars import Sampler, make_sampler
 from cudal1.optimize import ReviewThresholds
+from cudal1.policy.prompts import STYLES
 from cudal1.train.reward import ShapingConfig
 
 if sys.version_info >= (3, 11):
@@ -129,6 +130,9 @@ class GRPOStageConfig:
     temperature: float = 1.0
     exemplars: int = 2
     """N: earlier candidates in each prompt; 0 is the plain-GRPO ablation."""
+    prompt_style: str = "paper"
+    """`paper` (CUDA-L1's prompt) or `compact` (small models: a short prompt whose answer
+    starts prefilled with the code's first lines; see `cudal1.policy.prompts`)."""
     sampler: str = "bucket"
     tau: float = 1.0
     save_steps: int = 50
@@ -136,6 +140,12 @@ class GRPOStageConfig:
     lora: bool = False
     review_llm: str | None = None
     """An optional reviewing LLM for suspicious wins (same forms as `--llm`)."""
+
+    def __post_init__(self) -> None:
+        if self.prompt_style not in STYLES:
+            raise ValueError(
+                f"prompt_style must be one of {', '.join(STYLES)}, not {self.prompt_style!r}"
+            )
 
     def exemplar_sampler(self) -> Sampler:
         """The sampler that picks each prompt's exemplars (one, at least, for the plain

@@ -75,6 +75,7 @@ def run_grpo(
         exemplars=stage.exemplars > 0,
         low_precision=eval_config.tolerance == "kernelbench",
         seed=run.seed,
+        style=stage.prompt_style,
     )
     evaluator = evaluator_for(run, eval_config)
     shaper = RewardShaper(shaping)

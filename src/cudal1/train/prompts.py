@@ -6,6 +6,10 @@ moment the trainer pulls it, from the database as it is then, which by then hold
 of earlier steps. TRL repeats each pulled item G times to form a GRPO group, so every member of
 a group sees the same prompt and exemplars. With `exemplars=False` the prompt shows no earlier
 candidates: the plain-GRPO ablation.
+
+`style="compact"` (for small models, `policy.prompts`) ends the prompt with the assistant's
+prefilled start of the code; TRL then continues that message, and the item's `prefill` column
+reaches the reward, which puts it back in front of the completion before parsing.
 """
 
 from __future__ import annotations
@@ -43,8 +47,9 @@ class ContrastivePrompts:
         exemplars: bool = True,
         low_precision: bool = False,
         seed: int = 0,
+        style: str = "paper",
     ) -> None:
-        self.tasks, self.db, self.sampler = tasks, db, sampler
+        self.tasks, self.db, self.sampler, self.style = tasks, db, sampler, style
         self.device, self.exemplars, self.low_precision, self.seed = (
             device,
             exemplars,
@@ -60,12 +65,14 @@ class ContrastivePrompts:
         rng = random.Random(f"{self.seed}:{task.id}:{draw}")
         shown = draw_exemplars(self.db, self.sampler, task, rng) if self.exemplars else []
         prompt = contrastive_prompt(
-            task, shown, device=self.device, low_precision=self.low_precision
+            task, shown, device=self.device, low_precision=self.low_precision, style=self.style
         )
+        prefilled = [{"role": "assistant", "content": prompt.prefill}] if prompt.prefill else []
         return {
-            "prompt": prompt.messages,
+            "prompt": [*prompt.messages, *prefilled],
             "task_id": task.id,
             "exemplar_ids": json.dumps(prompt.exemplar_ids),
+            "prefill": prompt.prefill,
         }
 
     def stream(self) -> Iterator[dict[str, Any]]:
@@ -87,6 +94,7 @@ class ContrastivePrompts:
                 "prompt": List({"role": Value("string"), "content": Value("string")}),
                 "task_id": Value("string"),
                 "exemplar_ids": Value("string"),
+                "prefill": Value("string"),
             }
         )
         return IterableDataset.from_generator(

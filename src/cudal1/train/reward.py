@@ -188,14 +188,20 @@ class CudaL1Reward:
         exemplar_ids: list[str],
         trainer_state: Any = None,
         log_metric: Any = None,
+        prefill: list[str] | None = None,
         **_: Any,
     ) -> list[float]:
+        """`prefill`: the prompt's prefilled start of each answer (compact prompts), which
+        TRL's completions continue."""
         step = int(getattr(trainer_state, "global_step", 0) or 0)
         t0 = time.perf_counter()
+        starts = prefill or [""] * len(completions)
         scored = await asyncio.gather(
             *(
-                self.score_text(tid, completion_text(c), json.loads(ex), step)
-                for tid, c, ex in zip(task_id, completions, exemplar_ids, strict=True)
+                self.score_text(tid, start + completion_text(c), json.loads(ex), step)
+                for tid, c, ex, start in zip(
+                    task_id, completions, exemplar_ids, starts, strict=True
+                )
             )
         )
         unmeasured = [unmeasured_result(res) for _, res in scored]
