@@ -136,8 +136,11 @@ class GRPOStageConfig:
     sampler: str = "bucket"
     tau: float = 1.0
     save_steps: int = 50
+    keep_checkpoints: int | None = None
+    """Keep only the newest this many checkpoints (None: all)."""
     use_vllm: bool = False
     lora: bool = False
+    lora_rank: int = 16
     review_llm: str | None = None
     """An optional reviewing LLM for suspicious wins (same forms as `--llm`)."""
 

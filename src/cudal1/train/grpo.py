@@ -183,6 +183,7 @@ def run_grpo(
         use_vllm=stage.use_vllm,
         logging_steps=1,
         save_steps=stage.save_steps,
+        save_total_limit=stage.keep_checkpoints,
         report_to=run.report_to,
         use_cpu=run.device == "cpu",
         seed=run.seed,
@@ -195,7 +196,10 @@ def run_grpo(
         from peft import LoraConfig
 
         peft_config = LoraConfig(
-            r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"
+            r=stage.lora_rank,
+            lora_alpha=2 * stage.lora_rank,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
         )
     trainer = GRPOTrainer(
         model=path,

@@ -235,6 +235,7 @@ class CudaL1Reward:
             "reward/unmeasured": sum(unmeasured_result(res) for _, res in scored) / n,
             "reward/speedup": statistics.fmean(speedups) if speedups else 0.0,
             "reward/shaped": statistics.fmean(rewards),
+            "reward/shaped_std": statistics.pstdev(rewards),
             "reward/norm_mean": self.shaper.mean,
             "reward/norm_std": self.shaper.std,
             "reward/cached": sum(1 for _, res in scored if res and res.cached) / n,

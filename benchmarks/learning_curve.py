@@ -1,0 +1,292 @@
+"""Does the RL loop learn? Contrastive GRPO (TRL, LoRA) on the embedded SmolLM2-135M-Instruct over
+the bundled suite's training split, every rollout evaluated for real, with the held-out split
+evaluated every `--eval-every` steps; and the two controls measured the same way.
+
+    # one call trains one chunk of one arm (resuming it), then evaluates the held-out split
+    # when a multiple of --eval-every was reached (the untrained arm only evaluates)
+    PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm contrastive --steps 25
+    PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm plain --steps 25
+    PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm untrained --repeats 3
+    # then, from every arm's files: curve.png and summary.md
+    PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --report OUT
+
+Arms: `contrastive` (the paper's method: two exemplars with their speedups in each prompt),
+`plain` (the same, no exemplars: plain GRPO), `untrained` (the base model, not trained, under the
+same held-out prompts; `--repeats` evaluations give the run-to-run spread). All use the compact
+prompt, whose answer starts prefilled with the code's first lines (a 135M model does not follow
+the paper's long prompt), and generate without the embedded policy's grammar, so parse rates are
+the model's own.
+
+State, small enough to travel between device calls: DIR/ARM/run/ (TRL checkpoints with the LoRA
+adapter and optimiser state, the exemplar database, the reward normaliser; not the base model),
+DIR/ARM/metrics.jsonl (one line per step: shaped reward mean and std, parse, correct and refused
+fractions, refusals by reason, GPU-seconds of evaluation, wall seconds) and
+DIR/ARM/heldout.jsonl (one line per held-out evaluation and decoding mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cudal1.evaluate import EvalConfig
+from cudal1.evaluate.pool import LocalEvaluator
+from cudal1.evaluate.result import reason_kind
+from cudal1.optimize import ReviewThresholds
+from cudal1.policy import contrastive_prompt, parse_answer
+from cudal1.tasks import load_suite
+from cudal1.train.common import model_path
+from cudal1.train.config import GRPOStageConfig, RunConfig
+from cudal1.train.grpo import last_checkpoint, run_grpo
+from cudal1.train.reward import ShapingConfig
+
+ARMS = ("contrastive", "plain", "untrained")
+
+
+def run_config(args: argparse.Namespace, arm: str) -> RunConfig:
+    return RunConfig(
+        out=args.state / arm / "run",
+        model=args.model,
+        device=args.device,
+        eval_jobs=args.eval_jobs,
+        seed=args.seed,
+        report_to=[],
+    )
+
+
+def steps_done(args: argparse.Namespace, arm: str) -> int:
+    found = last_checkpoint(args.state / arm / "run" / "checkpoints")
+    return int(found.name.split("-")[-1]) if found else 0
+
+
+def train_chunk(args: argparse.Namespace, arm: str) -> int:
+    """`--steps` more GRPO steps of `arm` (resumed from its last checkpoint); the step count."""
+    done = steps_done(args, arm)
+    target = min(args.total, done + args.steps)
+    if target <= done:
+        return done
+    stage = GRPOStageConfig(
+        steps=target,
+        num_generations=args.generations,
+        prompts_per_step=args.prompts,
+        max_completion_length=args.max_tokens,
+        learning_rate=args.lr,
+        temperature=1.0,
+        exemplars=2 if arm == "contrastive" else 0,
+        prompt_style="compact",
+        lora=True,
+        lora_rank=args.lora_rank,
+        save_steps=args.steps,
+        keep_checkpoints=1,  # what travels back after each call: adapter, optimiser, database
+    )
+    t0 = time.perf_counter()
+    summary = run_grpo(
+        run_config(args, arm),
+        stage,
+        EvalConfig(device=args.device),
+        ShapingConfig(),
+        ReviewThresholds(),
+    )
+    wall = time.perf_counter() - t0
+    steps = summary["rewards"]
+    with (args.state / arm / "metrics.jsonl").open("a") as f:
+        for i, m in enumerate(steps):
+            n = sum(m["statuses"].values())
+            row = {
+                "arm": arm,
+                "step": done + i + 1,
+                "reward_mean": round(m["reward/shaped"], 4),
+                "reward_std": round(m["reward/shaped_std"], 4),
+                "parse": round(1 - m["reward/unparsed"], 4),
+                "correct": round(m["reward/correct"], 4),
+                "refused": round(m["reward/rejected"], 4),
+                "refused_by_reason": m["refused"],
+                "statuses": m["statuses"],
+                "rollouts": n,
+                "mean_speedup_correct": round(m["reward/speedup"], 4),
+                "eval_gpu_s": m["time/eval_device_s"],
+                "reward_s": m["time/reward_s"],
+                "wall_s": round(wall / len(steps), 2),  # this call's steps, on average
+            }
+            f.write(json.dumps(row) + "\n")
+    return summary["steps"]
+
+
+def generate(
+    model: Any, tok: Any, messages: list[dict[str, str]], greedy: bool, n: int, max_tokens: int
+) -> list[str]:
+    """Continue the prefilled answer: one greedy answer, or `n` sampled at temperature 1."""
+    import torch
+
+    text = tok.apply_chat_template(messages, continue_final_message=True, tokenize=False)
+    enc = tok(text, return_tensors="pt", add_special_tokens=False).to(model.device)
+    with torch.no_grad():
+        out = model.generate(
+            **enc,
+            do_sample=not greedy,
+            temperature=None if greedy else 1.0,
+            top_p=None,
+            top_k=None,
+            max_new_tokens=max_tokens,
+            num_return_sequences=n,
+            pad_token_id=tok.eos_token_id,
+        )
+    start = enc["input_ids"].shape[1]
+    return [tok.decode(row[start:], skip_special_tokens=True) for row in out]
+
+
+def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> None:
+    """The held-out split, greedy (one answer per task) and sampled (`--samples` per task),
+    with the arm's adapter at `step` (none for the untrained arm)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    run = run_config(args, arm)
+    base = model_path(run)
+    tok = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base).to(args.device)
+    checkpoint = last_checkpoint(run.out / "checkpoints")
+    if arm != "untrained" and checkpoint is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(checkpoint))
+    model.eval()
+    torch.manual_seed(args.seed * 1000 + step + repeat)
+    tasks = load_suite("bundled").split("heldout")
+    answers: list[tuple[str, str, str]] = []  # (mode, task id, answer)
+    for task in tasks:
+        prompt = contrastive_prompt(task, [], device=args.device, style="compact")
+        messages = [*prompt.messages, {"role": "assistant", "content": prompt.prefill}]
+        for mode, greedy, n in (("greedy", True, 1), ("sampled", False, args.samples)):
+            for text in generate(model, tok, messages, greedy, n, args.max_tokens):
+                answers.append((mode, task.id, prompt.prefill + text))
+    del model
+    by_id = {t.id: t for t in tasks}
+    with LocalEvaluator(EvalConfig(device=args.device), jobs=args.eval_jobs) as ev:
+        parsed = [parse_answer(text) for _, _, text in answers]
+        futures = [
+            ev.submit(by_id[tid], p.code) if p.ok and p.code else None
+            for (_, tid, _), p in zip(answers, parsed, strict=True)
+        ]
+        results = [f.result() if f is not None else None for f in futures]
+    with (args.state / arm / "heldout.jsonl").open("a") as f:
+        for mode in ("greedy", "sampled"):
+            mine = [r for (m, _, _), r in zip(answers, results, strict=True) if m == mode]
+            speedups = [r.speedup for r in mine if r is not None and r.ok and r.speedup]
+            row = {
+                "arm": arm,
+                "step": step,
+                "repeat": repeat,
+                "mode": mode,
+                "answers": len(mine),
+                "parse": round(sum(r is not None for r in mine) / len(mine), 4),
+                "correct": round(sum(r is not None and r.ok for r in mine) / len(mine), 4),
+                "mean_speedup": round(statistics.fmean(speedups), 4) if speedups else None,
+                "geomean_speedup": (
+                    round(math.exp(statistics.fmean(math.log(s) for s in speedups)), 4)
+                    if speedups
+                    else None
+                ),
+                "refused": round(
+                    sum(r is not None and r.status == "rejected" for r in mine) / len(mine), 4
+                ),
+                "refused_by_reason": dict(
+                    Counter(
+                        reason_kind(r.reasons[0] if r.reasons else "")
+                        for r in mine
+                        if r is not None and r.status == "rejected"
+                    )
+                ),
+                "statuses": dict(Counter(r.status if r else "unparsed" for r in mine)),
+            }
+            f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+
+
+def report(state: Path, out: Path) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    read = lambda p: [json.loads(x) for x in p.read_text().splitlines()] if p.exists() else []  # noqa: E731
+    metrics = {arm: read(state / arm / "metrics.jsonl") for arm in ARMS}
+    held = {arm: read(state / arm / "heldout.jsonl") for arm in ARMS}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for arm, rows in metrics.items():
+        if rows:
+            left.plot([r["step"] for r in rows], [r["reward_mean"] for r in rows], label=arm)
+    left.set(xlabel="GRPO step", ylabel="shaped reward (mean of the step's rollouts)")
+    for arm, rows in held.items():
+        sampled = [r for r in rows if r["mode"] == "sampled"]
+        if sampled:
+            right.plot(
+                [r["step"] for r in sampled], [r["correct"] for r in sampled], "o-", label=arm
+            )
+    right.set(xlabel="GRPO step", ylabel="held-out correct rate (sampled)")
+    for ax in (left, right):
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "curve.png", dpi=120)
+    for name, rows in (("metrics.jsonl", metrics), ("heldout.jsonl", held)):
+        (out / name).write_text("".join(json.dumps(r) + "\n" for arm in ARMS for r in rows[arm]))
+    lines = ["# Learning curve", "", "| arm | step | mode | parse | correct | geomean | refused |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    for arm in ARMS:
+        for r in held[arm]:
+            lines.append(
+                f"| {arm} | {r['step']} | {r['mode']} | {r['parse']} | {r['correct']} | "
+                f"{r['geomean_speedup']} | {r['refused']} |"
+            )
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--arm", choices=ARMS)
+    parser.add_argument("--report", type=Path, help="Write the plot and summary here and stop.")
+    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--steps", type=int, default=25, help="Steps this call.")
+    parser.add_argument("--total", type=int, default=150)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--prompts", type=int, default=4, help="Prompts (tasks) per step.")
+    parser.add_argument("--generations", type=int, default=4, help="Rollouts per prompt.")
+    parser.add_argument("--max-tokens", type=int, default=320)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--lora-rank", type=int, default=8)
+    parser.add_argument("--samples", type=int, default=4, help="Sampled answers per task.")
+    parser.add_argument("--repeats", type=int, default=1, help="Untrained arm: evaluations.")
+    parser.add_argument("--eval-jobs", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.report:
+        return report(args.state, args.report)
+    if args.arm is None:
+        parser.error("give --arm or --report")
+    (args.state / args.arm).mkdir(parents=True, exist_ok=True)
+    if args.arm == "untrained":
+        for repeat in range(args.repeats):
+            heldout(args, "untrained", 0, repeat)
+        return 0
+    before = steps_done(args, args.arm)
+    after = train_chunk(args, args.arm)
+    if after // args.eval_every > before // args.eval_every or after == args.total:
+        heldout(args, args.arm, after)
+    print(f"{args.arm}: steps {before} -> {after}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
