@@ -113,9 +113,10 @@ def _key() -> str | None:
     return hashlib.sha256(stamp.encode()).hexdigest()[:16]
 
 
-def ensure(root: Path) -> Path | None:
-    """Build the variants not built yet (one builder per machine at a time); the `CPATH`
-    directory, or None when this machine cannot (no GCC, unknown flags, a failed compile)."""
+def ensure(root: Path, cpus: frozenset[int] | None = None) -> Path | None:
+    """Build the variants not built yet (one builder per machine at a time), on `cpus` (the
+    cores no evaluation measures on; None: any); the `CPATH` directory, or None when this
+    machine cannot (no GCC, unknown flags, a failed compile)."""
     compiler, flags, key = os.environ.get("CXX", "c++"), binding_flags(), _key()
     if flags is None or key is None:
         return None
@@ -142,6 +143,7 @@ def ensure(root: Path) -> Path | None:
                     text=True,
                     timeout=PCH_TIMEOUT_S,
                     check=False,
+                    preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
                 )
                 if out.returncode != 0:
                     log.warning("precompiling %s failed: %s", header, out.stderr[-500:])
@@ -152,8 +154,8 @@ def ensure(root: Path) -> Path | None:
     return directory
 
 
-def ensure_in_background(root: Path) -> threading.Thread:
+def ensure_in_background(root: Path, cpus: frozenset[int] | None = None) -> threading.Thread:
     """`ensure` without holding up the first evaluations (they build without it)."""
-    thread = threading.Thread(target=ensure, args=(root,), name="cudal1-pch", daemon=True)
+    thread = threading.Thread(target=ensure, args=(root, cpus), name="cudal1-pch", daemon=True)
     thread.start()
     return thread

@@ -182,8 +182,6 @@ class LocalEvaluator:
         self.config = config
         if config.sandbox:
             require_sandbox()
-        if config.precompiled_headers and config.device == "cuda":  # where builds are CUDA's
-            pch.ensure_in_background(config.pch_root)
         size = warm if warm is not None else min(jobs, 4)
         names: list[str | None] = [None]
         if gpus is not None:
@@ -206,6 +204,11 @@ class LocalEvaluator:
             )
             for i, name in enumerate(names)
         ]
+        if config.precompiled_headers and config.device == "cuda":  # where builds are CUDA's
+            shared = [p.cpus.shared for p in self.pools if p.cpus is not None]
+            pch.ensure_in_background(
+                config.pch_root, frozenset.intersection(*shared) if shared else None
+            )
         self.in_flight = [0] * len(self.pools)
         self.dispatch_lock = threading.Lock()
         self.executor = ThreadPoolExecutor(jobs, thread_name_prefix="cudal1-eval")
