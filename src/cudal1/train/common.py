@@ -87,7 +87,7 @@ def materialize_gguf(path: str | None) -> Path:
     # transformers will not save a model it read from GGUF: the same weights in a plain one
     config = loaded.config
     config.__dict__.pop("quantization_config", None)
-    plain = AutoModelForCausalLM.from_config(config, torch_dtype=loaded.dtype)
+    plain = AutoModelForCausalLM.from_config(config, dtype=loaded.dtype)
     plain.load_state_dict(loaded.state_dict())
     plain.save_pretrained(partial)
     partial.rename(target)  # a half-written directory is never taken for a model
