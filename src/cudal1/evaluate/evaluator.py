@@ -216,13 +216,8 @@ def evaluate(
     if config.sandbox:
         require_sandbox()
     t_total = time.perf_counter()
-    result = _new_result(task, candidate_source, config)
-    static = analyze(candidate_source)
-    result.flags.extend(static.flags)
-    try:
-        _static_gate(static, config)
-    except _Verdict as v:
-        result.status, result.reasons = v.status, [v.reason]  # type: ignore[assignment]
+    result, static = _screened(task, candidate_source, config)
+    if static is None:
         return result
 
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-eval-", dir=_scratch_root()))
@@ -305,13 +300,8 @@ def build_only(
     already (refused statically, the build failed or timed out), else the packed build for
     `evaluate(..., prebuilt=)` on the GPU's node. The build directory is emptied afterwards:
     a compile node keeps nothing."""
-    result = _new_result(task, candidate_source, config)
-    static = analyze(candidate_source)
-    result.flags.extend(static.flags)
-    try:
-        _static_gate(static, config)
-    except _Verdict as v:
-        result.status, result.reasons = v.status, [v.reason]  # type: ignore[assignment]
+    result, static = _screened(task, candidate_source, config)
+    if static is None:
         return result
     if config.sandbox:
         require_sandbox()
@@ -393,6 +383,22 @@ def _unpack(
     result.env["built_on"] = receipt.node
     result.env["build_sha256"] = receipt.digest
     return prebuilt
+
+
+def _screened(
+    task: Task, candidate_source: str, config: EvalConfig
+) -> tuple[EvalResult, StaticReport | None]:
+    """Step 1: a new result carrying the static flags, and the static report; None in its
+    place when the static gate already gave the verdict."""
+    result = _new_result(task, candidate_source, config)
+    static = analyze(candidate_source)
+    result.flags.extend(static.flags)
+    try:
+        _static_gate(static, config)
+    except _Verdict as v:
+        result.status, result.reasons = v.status, [v.reason]  # type: ignore[assignment]
+        return result, None
+    return result, static
 
 
 def _new_result(task: Task, candidate_source: str, config: EvalConfig) -> EvalResult:
