@@ -124,12 +124,12 @@ def ensure(root: Path, cpus: frozenset[int] | None = None) -> Path | None:
     gch = directory / "torch" / "extension.h.gch"
     gch.mkdir(parents=True, exist_ok=True)
     header = torch_header()
-    # A second `#include <torch/extension.h>` (the candidate's own, after load_inline's) cannot
-    # use a precompiled header: GCC then reads the header beside the .gch, which is torch's.
-    beside = directory / "torch" / "extension.h"
-    if not beside.is_symlink():
-        beside.symlink_to(header)
     with _building, harness.exclusive(directory / ".building.lock"):
+        # A second `#include <torch/extension.h>` (the candidate's own, after load_inline's)
+        # cannot use a precompiled header: GCC then reads the header beside the .gch: torch's.
+        beside = directory / "torch" / "extension.h"
+        if not beside.is_symlink():
+            beside.symlink_to(header)
         for name, extra in VARIANTS.items():
             target = gch / f"{name}.gch"
             if target.exists():
