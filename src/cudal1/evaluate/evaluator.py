@@ -13,7 +13,9 @@ Read top to bottom, this is the whole evaluation of one candidate:
    pid namespace of their own.
 3. The builder imports the candidate and constructs `ModelNew` on the CPU: whatever it compiles
    at import or construction (`load_inline`) is built there, with every core the compile limit
-   allows and away from the GPU. A build that fails there is the verdict.
+   allows and away from the GPU. A build that fails there is the verdict. With build actors (the
+   Ray backend's compile farm) this step runs on a compile node (`build_only`), and the archive
+   it sends is checked and unpacked here (`artefact.py`) instead.
 4. On the device, under the device lock: shared for work that is not timed (warm-up, the judge's
    expected outputs, loading the candidate from its built cache and a first call, correctness),
    exclusive for timed phases, so a timed phase has the GPU to itself.
