@@ -14,6 +14,7 @@ baselines are measured once per machine.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import secrets
@@ -147,7 +148,7 @@ def measure_task(
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-baseline-"))
     judge = spawn("judge", workdir, env={"OMP_NUM_THREADS": "1"} if config.device == "cpu" else {})
     try:
-        fields = {k: getattr(task, k) for k in ("id", "level", "name", "source", "origin", "split")}
+        fields = dataclasses.asdict(task)
         seed = secrets.randbits(62)
         prepare = {
             "cmd": "prepare",

@@ -43,6 +43,7 @@ Read top to bottom, this is the whole evaluation of one candidate:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import random
@@ -243,10 +244,9 @@ def evaluate(
         run.judge = workers.take("judge", workdir)
         run.worker = workers.take("candidate_worker", workdir)
         with harness.build_lock(build_dir):
-            if prebuilt is not None:
-                prebuilt = _unpack(prebuilt, build_dir, result, config)
+            placed = prebuilt is not None and _place(prebuilt, build_dir, result, config)
             builds_here = config.device == "cuda" and "TORCH_CUDA_ARCH_LIST" in run.build_env
-            if prebuilt is None and builds_here:
+            if not placed and builds_here:
                 run.builder = workers.take("builder", workdir)
             try:
                 for w in (run.worker, run.builder):
@@ -311,7 +311,7 @@ def build_only(
     build_dir = config.build_root / result.candidate_hash
     env = _build_env(config, workdir, build_dir, arch=arch)
     common = {
-        "task": _task_fields(task),
+        "task": dataclasses.asdict(task),
         "sizes": config.size_profile,
         "device": config.device,
         "module_mode": config.module_mode,
@@ -370,21 +370,19 @@ def _build(builder: Worker, common: dict[str, Any], env: dict[str, str], cfg: Ev
     return round(built.get("compile_s", 0.0), 4)
 
 
-def _unpack(
-    prebuilt: Prebuilt, build_dir: Path, result: EvalResult, config: EvalConfig
-) -> Prebuilt | None:
-    """Put a compile node's build in place (the caller holds its build lock); None, with a
+def _place(prebuilt: Prebuilt, build_dir: Path, result: EvalResult, config: EvalConfig) -> bool:
+    """Put a compile node's build in place (the caller holds its build lock); False, with a
     flag saying why, when the archive is refused and the build must run here."""
     receipt, blob = prebuilt
     try:
         artefact.unpack(blob, receipt, build_dir, config.max_build_mb << 20)
     except artefact.ArtefactRefused as e:
         result.flags.append(f"build_refused:{e}; built here instead")
-        return None
+        return False
     result.phase_seconds["compile"] = receipt.compile_s
     result.env["built_on"] = receipt.node
     result.env["build_sha256"] = receipt.digest
-    return prebuilt
+    return True
 
 
 def _screened(
@@ -417,10 +415,6 @@ def _new_result(task: Task, candidate_source: str, config: EvalConfig) -> EvalRe
     if not config.sandbox:
         result.flags.append("no_sandbox:candidate processes ran without the OS sandbox")
     return result
-
-
-def _task_fields(task: Task) -> dict[str, Any]:
-    return {k: getattr(task, k) for k in ("id", "level", "name", "source", "origin", "split")}
 
 
 def require_sandbox() -> None:
@@ -480,7 +474,7 @@ def _evaluate(run: _Run) -> None:
     trial_seeds = [draw() for _ in range(cfg.trials)]
     refill_seed, stress_seed = draw(), draw()
     common = {
-        "task": _task_fields(run.task),
+        "task": dataclasses.asdict(run.task),
         "sizes": cfg.size_profile,
         "device": cfg.device,
         "module_mode": cfg.module_mode,

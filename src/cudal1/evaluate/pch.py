@@ -46,6 +46,7 @@ def torch_header() -> Path:
     return Path(include_paths()[0]) / "torch" / "extension.h"
 
 
+@functools.cache
 def binding_flags() -> list[str] | None:
     """The flags torch's extension builder passes when it compiles `main.cpp`, less the
     extension's name (read from the ninja file it writes; None if that cannot be done)."""

@@ -34,7 +34,6 @@ from cudal1.tasks import Task, source_hash
 NAMESPACE = "cudal1"
 RESEND_LIMIT = 5
 RESEND_DELAY_S = 2.0
-_TASK_FIELDS = ("id", "level", "name", "source", "origin", "split")
 
 
 class EvalActor:
@@ -236,7 +235,7 @@ class RayEvaluator:
         with self.lock:
             i = min(range(len(self.builders)), key=self.building.__getitem__)
             self.building[i] += 1
-        fields = {k: getattr(task, k) for k in _TASK_FIELDS}
+        fields = dataclasses.asdict(task)
         meta, blob = self.builders[i].build.options(num_returns=2).remote(fields, source, self.arch)
 
         def built(answer: dict[str, Any]) -> None:
@@ -265,7 +264,7 @@ class RayEvaluator:
         with self.lock:
             i = min(range(len(self.actors)), key=self.in_flight.__getitem__)
             self.in_flight[i] += 1
-        fields = {k: getattr(task, k) for k in _TASK_FIELDS}
+        fields = dataclasses.asdict(task)
         ref = self.actors[i].evaluate.remote(fields, source, fresh, *(build or ()))
 
         def again() -> None:
