@@ -82,8 +82,9 @@ def test_ctrl_c_stops_bench_and_leaves_no_process(tmp_path: Path) -> None:
 
 def test_a_sandboxed_program_ends_with_the_process_that_started_it():
     """An evaluator that dies without cleaning up (a Ray actor killed mid-evaluation, a crash)
-    leaves no candidate behind: its sandbox launcher sees the control pipe close and ends the
-    candidate's pid namespace. Before, a hanging candidate of a killed actor spun on."""
+    leaves no candidate behind: its sandbox launcher ends with it, and the candidate's pid
+    namespace with the launcher (parent-death signals). Before, a hanging candidate of a killed
+    actor spun on."""
     from cudal1.evaluate import sandbox
 
     try:

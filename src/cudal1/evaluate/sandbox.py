@@ -214,12 +214,12 @@ def _serve_control(child: int, ctl_in: int, ctl_out: int, status_r: int) -> int:
             continue
         chunk = os.read(ctl_in, 4096)
         if not chunk:
-            # The parent closes its end only after killing the program, so an end of file
-            # here means the parent died (a killed Ray actor, a crash): end the namespace's
-            # init, and the kernel ends everything in it (a hanging candidate would spin on).
+            # No more grants. A dead parent (a killed Ray actor, a crash) ends this launcher
+            # and so the namespace's init through the parent-death signals; a live one that
+            # closed its end early is said in the log, and the program runs on: ending it here
+            # would turn a stray close in the evaluator into a candidate's runtime error.
+            sys.stderr.write(f"sandbox: the control pipe closed (parent {os.getppid()})\n")
             os.close(ctl_in)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
             os.waitpid(child, 0)
             break
         buffer += chunk
