@@ -8,6 +8,7 @@ import pytest
 from cudal1.errors import Cudal1Error
 from cudal1.report.bench import read_solutions
 from cudal1.report.summary import load_rows, refused, stats, summary
+from cudal1.version import code_version
 
 from .conftest import CUDAL1_RELEASE, RELU_TASK
 
@@ -59,10 +60,22 @@ def test_bench_directory_with_bad_entries_and_resume(cli, kernelbench_dir, solut
     assert rows["L1_1"]["baselines"]["eager"]["median_ms"] > 0
     assert rows["L1_1"]["roofline"]["flops"] >= 0 and rows["L1_1"]["roofline"]["bytes"] > 0
     assert "PyTorch rewrite" in rows["L1_1"]["techniques"]
+    # Every row and every result names the code that made it.
+    assert {r["cudal1"] for r in rows.values()} == {code_version()}
+    assert rows["L1_1"]["result"]["env"]["cudal1"] == code_version()
     # A second run resumes: nothing left to do, nothing duplicated.
     code, _, err = cli(*args)
     assert code == 0, err
     assert len(load_rows(out / "results.jsonl")) == 4
+    # Rows of another version are never resumed into: one clear line, nothing written.
+    meta = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps(meta | {"cudal1": "0123abc"}))
+    code, _, err = cli(*args)
+    assert code != 0
+    assert "holds rows from cudal1 0123abc" in err and "--no-resume" in err
+    assert len(err.strip().splitlines()) == 1
+    assert len(load_rows(out / "results.jsonl")) == 4
+    assert json.loads((out / "run.json").read_text())["cudal1"] == "0123abc"
 
 
 def test_cudal1_solutions_file_reads_entries_and_claims(tmp_path):

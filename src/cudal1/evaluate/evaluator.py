@@ -81,6 +81,7 @@ from cudal1.evaluate.result import (
 from cudal1.evaluate.static import REJECT_ANY, REJECT_KERNEL, StaticReport, analyze
 from cudal1.evaluate.timing import bucket_speedups, median_interval, spread
 from cudal1.tasks import Task, source_hash
+from cudal1.version import code_version
 
 OVERHEAD_MS = {"cuda": 0.3, "cpu": 3.0}
 """Harness time per timed call beyond the call itself (input refill, flush, checks)."""
@@ -1059,6 +1060,7 @@ def _itemsize(dtype: str) -> int:
 
 def _host_env() -> dict[str, Any]:
     return {
+        "cudal1": code_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),

@@ -27,6 +27,7 @@ from cudal1.evaluate.baselines import measure_task, roofline_ms
 from cudal1.evaluate.service import Evaluator, make_evaluator
 from cudal1.report.techniques import tag_techniques
 from cudal1.tasks import Suite, Task
+from cudal1.version import code_version
 
 PAPER_SCORES = (
     "score_default",
@@ -155,6 +156,40 @@ class BenchConfig:
     resume: bool = True
 
 
+def run_meta(suite_name: str, eval_config: EvalConfig, baselines: list[str]) -> dict[str, Any]:
+    """What run.json records: the settings every row was evaluated under, and the code."""
+    return {
+        "suite": suite_name,
+        "eval": eval_config.to_dict(),
+        "baselines": baselines,
+        "cudal1": code_version(),
+    }
+
+
+def check_run_dir(out_dir: Path, meta: dict[str, Any], resume: bool) -> None:
+    """Refuse to add rows to a run made under other settings or by other code: every row of a
+    run comes from one evaluator, or its figures cannot be compared (an audit written by two
+    commits disagreed with itself). Checked before any worker starts."""
+    meta_path = out_dir / "run.json"
+    if not resume or not (out_dir / "results.jsonl").exists() or not meta_path.is_file():
+        return
+    try:
+        held = json.loads(meta_path.read_text())
+    except ValueError:
+        raise Cudal1Error(f"{meta_path} is not JSON: use another --out, or --no-resume") from None
+    if held.get("cudal1") != meta["cudal1"]:
+        raise Cudal1Error(
+            f"{out_dir} holds rows from cudal1 {held.get('cudal1') or '(version not recorded)'}; "
+            f"this is {meta['cudal1']}: a run's rows come from one version. Use another --out, "
+            "or --no-resume to start it again from empty"
+        )
+    if held != meta:
+        raise Cudal1Error(
+            f"{out_dir} holds a run with other settings: resume it with the same options, "
+            "or use another --out (or --no-resume to start over)"
+        )
+
+
 def done_ids(results: Path) -> set[str]:
     if not results.is_file():
         return set()
@@ -178,18 +213,13 @@ def run_bench(
     """Evaluate every solution; append one JSON row per solution to out_dir/results.jsonl.
     Every task in `covered` (default: the whole suite) that has no solution gets a
     "no submission" row, so summaries count it the way the paper does."""
+    meta = run_meta(suite.name, config.eval, config.baselines)
+    check_run_dir(out_dir, meta, config.resume)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     if not config.resume and results.exists():
         results.unlink()
-    meta = {"suite": suite.name, "eval": config.eval.to_dict(), "baselines": config.baselines}
-    meta_path = out_dir / "run.json"
-    if results.exists() and meta_path.is_file() and json.loads(meta_path.read_text()) != meta:
-        raise Cudal1Error(
-            f"{out_dir} holds a run with other settings: resume it with the same options, "
-            "or use another --out (or --no-resume to start over)"
-        )
-    meta_path.write_text(json.dumps(meta, indent=1))
+    (out_dir / "run.json").write_text(json.dumps(meta, indent=1))
     skip = done_ids(results)
     tasks = {t.id: t for t in suite.tasks}
     have = {s.task_id for s in solutions}
@@ -279,6 +309,7 @@ def _row(sol: Solution, task: Task | None) -> dict[str, Any]:
         "task_id": sol.task_id,
         "sample": sol.sample,
         "origin": sol.origin,
+        "cudal1": code_version(),
         "level": task.level if task else None,
         "name": task.name if task else None,
         "split": task.split if task else None,
