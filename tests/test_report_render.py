@@ -256,8 +256,79 @@ def test_html_is_self_contained_with_side_by_side_code(run_dir: Path) -> None:
 
 def test_html_embeds_plots(run_dir: Path) -> None:
     page = render_html(run_dir)
-    assert page.count('<img alt="') == 2  # per-level speedups, and speedup vs roofline
+    assert page.count('<img alt="') == 3  # per-level speedups, vs roofline, claimed vs measured
     assert '<img alt="speedup per level against each baseline" src="data:image/png;base64,' in page
+    assert '<img alt="claimed against measured speedup"' in page
+
+
+def test_claimed_against_measured(run_dir: Path) -> None:
+    """Only L2_1 is correct and claimed by its source (0.9x, measured 4x); the rejected L1_11's
+    3x claim belongs to the refusals, not here."""
+    section = _section(render_markdown(run_dir), "## Claimed against measured")
+    assert "1 correct solutions whose source reported a speedup" in section
+    assert "within 0.8x to 1.25x of the claim for 0 of them" in section
+    assert "| L2_1 | 0.900 | 4.000 | 4.444 | custom CUDA kernel, kernel fusion | - |" in section
+    assert "L1_11" not in section
+
+
+def _agreement_run(tmp_path: Path, name: str, rows: list[dict[str, Any]]) -> Path:
+    run = tmp_path / name
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "run.json").write_text(json.dumps({"suite": "bundled", "cudal1": name}))
+    return run
+
+
+def test_compare_two_runs_of_the_same_entries(tmp_path: Path) -> None:
+    """Deviation is larger/smaller - 1 over entries ok and measured in both; an unmeasured one
+    and entries in one run only are counted apart; a verdict that changed is a flip with both
+    runs' reasons."""
+    a = [
+        _ok("L1_1", 1, "train", 2.0, 1.0),
+        _ok("L1_20", 1, "train", 1.25, 1.0),
+        _ok("L2_1", 2, "train", 4.0, 1.0),
+        _ok("L1_12", 1, "heldout", 0.5, 0.4),
+        _failed("L1_3", 1, "train", "ok"),  # unmeasured here
+        _ok("L1_9", 1, "train", 3.0, 1.0),  # only in this run
+    ]
+    b = [
+        _ok("L1_1", 1, "train", 2.2, 1.0),  # 10 %
+        _ok("L1_20", 1, "train", 1.0, 1.0),  # 25 %
+        _ok("L2_1", 2, "train", 4.0, 1.0),  # 0 %
+        _failed("L1_12", 1, "heldout", "incorrect", reasons=["max_abs_err 0.3 > tolerance"]),
+        _ok("L1_3", 1, "train", 1.5, 1.0),
+        _ok("L1_7", 1, "train", 1.1, 1.0),  # only in the other
+    ]
+    run_a = _agreement_run(tmp_path, "run-a", a)
+    run_b = _agreement_run(tmp_path, "run-b", b)
+    paths = write_report(run_a, html=True, json_=True, compare=run_b)
+    doc = json.loads(paths[-1].read_text())["agreement"]
+    assert doc["with"] == "run-b"
+    assert (doc["common"], doc["only_a"], doc["only_b"], doc["ok_both"]) == (5, 1, 1, 3)
+    assert doc["speedup_deviation"]["median"] == pytest.approx(0.10)
+    assert doc["speedup_deviation"]["max"] == pytest.approx(0.25)
+    assert [d["key"] for d in doc["largest"]] == ["L1_20", "L1_1", "L2_1"]
+    assert doc["flips"] == [
+        {
+            "key": "L1_12",
+            "a": "ok",
+            "b": "incorrect",
+            "reasons_a": [],
+            "reasons_b": ["max_abs_err 0.3 > tolerance"],
+        }
+    ]
+    md = (run_a / "report.md").read_text()
+    section = _section(md, "## Agreement with run-b")
+    assert "| speedup deviation, median | 10.00 % |" in section
+    assert "| cudal1 | run-a |" in md  # the version run.json names
+    assert "Agreement with run-b" in (run_a / "report.html").read_text()
+
+
+def test_compare_with_a_directory_that_is_no_run(tmp_path: Path, run_dir: Path) -> None:
+    from cudal1.errors import Cudal1Error
+
+    with pytest.raises(Cudal1Error, match=r"holds neither results\.jsonl nor exemplars\.db"):
+        write_report(run_dir, html=False, compare=tmp_path / "nothing")
 
 
 def test_unknown_suite_drops_references_only(run_dir: Path) -> None:

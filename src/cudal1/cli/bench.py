@@ -14,7 +14,14 @@ from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.baselines import BASELINES
 from cudal1.evaluate.service import make_evaluator
-from cudal1.report.bench import BenchConfig, done_ids, read_solutions, run_bench
+from cudal1.report.bench import (
+    BenchConfig,
+    check_run_dir,
+    done_ids,
+    read_solutions,
+    run_bench,
+    run_meta,
+)
 from cudal1.report.summary import FAST_P, load_rows, refused, sample_summary, summary
 from cudal1.tasks import load_suite
 
@@ -67,6 +74,7 @@ def bench_command(
     eval_config = EvalConfig(
         device=resolve_device(device), policy=policy, tolerance=tolerance, sandbox=not no_sandbox
     )  # type: ignore[arg-type]
+    check_run_dir(out, run_meta(the_suite.name, eval_config, kinds), resume)
     config = BenchConfig(
         eval=eval_config,
         evaluator=make_evaluator(
@@ -155,10 +163,19 @@ def report_command(
     json_: bool = typer.Option(
         False, "--json", help="Also write report.json: the summary and one record per solution."
     ),
+    compare: Path = typer.Option(
+        None,
+        help="Another run of the same entries (a repeat, an earlier audit): every format adds "
+        "how far their speedups agree and which entries changed verdict.",
+    ),
 ) -> None:
     """Write RUN_DIR/report.md (and report.html, solutions.csv, report.json): tables, plots,
     refusals, code side by side."""
-    from cudal1.report.render import write_report
+    from cudal1.report.agreement import headline
+    from cudal1.report.render import load_run, write_files
 
-    for path in write_report(run_dir, html, csv=csv, json_=json_):
+    run = load_run(run_dir, compare)
+    for path in write_files(run, run_dir, html, csv, json_):
         console.print(f"wrote {path}")
+    if run.compared is not None:
+        console.print(headline(*run.compared))

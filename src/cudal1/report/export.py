@@ -3,7 +3,9 @@
 `solutions.csv` has one row per solution (per sample when a task has several): where it came
 from, its status and reasons, its flags, its speedup against every baseline measured, the times
 behind them, and its roofline. `report.json` holds the same rows (lists kept as lists) with the
-summary the Markdown report shows: per group, baseline and counting rule, and per sample.
+summary the Markdown report shows: per group, baseline and counting rule, and per sample (and,
+with `--compare`, the agreement with the other run). Each row names the cudal1 version that
+evaluated it.
 Both leave the code out: `results.jsonl` (or the exemplar database) keeps it.
 """
 
@@ -60,6 +62,7 @@ def solution_record(row: dict[str, Any], baselines: list[str]) -> dict[str, Any]
         "degenerate_nulls": degenerate(row),
         "claimed_eager": (row.get("claimed") or {}).get("eager"),
         "retried_alone": bool(row.get("retried_alone")),
+        "cudal1": row.get("cudal1"),
     }
     return record
 
@@ -81,9 +84,15 @@ def write_csv(path: Path, rows: list[dict[str, Any]], baselines: list[str]) -> P
 
 
 def write_json(
-    path: Path, name: str, meta: dict[str, Any], rows: list[dict[str, Any]], baselines: list[str]
+    path: Path,
+    name: str,
+    meta: dict[str, Any],
+    rows: list[dict[str, Any]],
+    baselines: list[str],
+    compared: tuple[str, dict[str, Any]] | None = None,
 ) -> Path:
-    doc = {
+    """`compared`: another run's name and its agreement with this one (`--compare`)."""
+    doc: dict[str, Any] = {
         "run": name,
         "meta": meta,
         "baselines": baselines,
@@ -92,5 +101,7 @@ def write_json(
         "refusals_by_reason": refusal_counts(rows),
         "solutions": [solution_record(r, baselines) for r in rows],
     }
+    if compared is not None:
+        doc["agreement"] = {"with": compared[0], **compared[1]}
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return path

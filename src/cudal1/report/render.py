@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cudal1.evaluate.baselines import BASELINES
+from cudal1.report.agreement import agreement
 from cudal1.report.export import write_csv, write_json
 from cudal1.report.runs import read_meta, run_rows, suite_tasks
 from cudal1.report.summary import (
@@ -34,6 +35,8 @@ from cudal1.report.summary import (
     unmeasured,
 )
 
+CLAIM_ROWS = 15
+"""How many of the largest claimed/measured disagreements the report lists."""
 MD_CODE_TASKS = 10
 """Markdown shows only the fastest tasks' code; the HTML page shows every correct one."""
 RULE_NOTE = (
@@ -64,6 +67,8 @@ class Run:
     meta: dict[str, Any]
     baselines: list[str]
     references: dict[str, str]
+    compared: tuple[str, dict[str, Any]] | None = None
+    """Another run's name and its agreement with this one (`--compare`)."""
 
     @property
     def primary(self) -> str:
@@ -71,16 +76,22 @@ class Run:
         return "eager" if "eager" in self.baselines else self.baselines[0]
 
 
-def load_run(run_dir: Path) -> Run:
-    """A bench run (results.jsonl) or an optimize run (exemplars.db), with its run.json."""
+def load_run(run_dir: Path, compare: Path | None = None) -> Run:
+    """A bench run (results.jsonl) or an optimize run (exemplars.db), with its run.json; with
+    `compare`, another run of the same entries to set beside it."""
     meta = read_meta(run_dir)
     rows = run_rows(run_dir, meta)
+    compared = None
+    if compare is not None:
+        other = run_rows(compare, read_meta(compare))
+        compared = (compare.resolve().name, agreement(rows, other))
     return Run(
         name=run_dir.resolve().name,
         rows=rows,
         meta=meta,
         baselines=_baselines_present(meta, rows),
         references={k: t.source for k, t in suite_tasks(meta.get("suite")).items()},
+        compared=compared,
     )
 
 
@@ -145,8 +156,10 @@ def _blocks(run: Run, *, html_page: bool) -> list[Block]:
     blocks: list[Block] = [Heading(1, f"cudal1 {_kind(run)} report: {run.name}"), _header(run)]
     blocks += _round_blocks(run)
     blocks += _summary_blocks(run)
+    blocks += _agreement_blocks(run)
     if html_page:
         blocks += _plot_blocks(run)
+    blocks += _claim_blocks(run)
     blocks += _refused_blocks(run.rows)
     blocks += _technique_blocks(run)
     blocks += [Heading(2, "Per task"), _task_table(run)]
@@ -215,6 +228,7 @@ def _header(run: Run) -> Table:
         ("tolerance", ev.get("tolerance")),
         ("baselines", ", ".join(run.baselines)),
         ("rows", rows),
+        ("cudal1", _versions(run)),
         (
             "environment",
             f"GPU {_text(env.get('gpu'))}, torch {_text(env.get('torch'))}, "
@@ -222,6 +236,13 @@ def _header(run: Run) -> Table:
         ),
     ]
     return Table(["run", ""], [[k, _text(v)] for k, v in items])
+
+
+def _versions(run: Run) -> str:
+    """The code the run was made with, and how many rows say another version did theirs."""
+    version = run.meta.get("cudal1")
+    others = sum(1 for r in run.rows if r.get("cudal1") and r["cudal1"] != version)
+    return _text(version) + (f" ({others} rows from other versions)" if others else "")
 
 
 def _text(v: Any) -> str:
@@ -280,6 +301,103 @@ def _stat_cells(s: dict[str, Any], fast: list[str]) -> list[str]:
     if s.get("unmeasured"):
         correct += f" (+{s['unmeasured']} unmeasured)"
     return [*numbers, correct, str(s["above_1.01"])] + [fmt(s[k]) for k in fast]
+
+
+def _percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f} %"
+
+
+def _agreement_blocks(run: Run) -> list[Block]:
+    """This run beside another of the same entries: deviations, largest ones, status flips."""
+    if run.compared is None:
+        return []
+    other, agree = run.compared
+    speed, ref = agree["speedup_deviation"], agree["reference_deviation"]
+    figures = [
+        ["entries in both runs", str(agree["common"])],
+        ["only in this run / only in the other", f"{agree['only_a']} / {agree['only_b']}"],
+        ["ok and measured in both", str(agree["ok_both"])],
+        ["status flips", str(len(agree["flips"]))],
+    ]
+    for name, dev in (("speedup", speed), ("reference time", ref)):
+        figures += [[f"{name} deviation, {k}", _percent(dev[k])] for k in ("median", "p90", "max")]
+    largest = [
+        [d["key"], fmt(d["a"]), fmt(d["b"]), _percent(d["deviation"])] for d in agree["largest"]
+    ]
+    flips = [
+        [
+            f["key"],
+            f["a"],
+            f["b"],
+            "; ".join(f["reasons_a"]) or "-",
+            "; ".join(f["reasons_b"]) or "-",
+        ]
+        for f in agree["flips"]
+    ]
+    return [
+        Heading(2, f"Agreement with {other}"),
+        Para(
+            "The same entries in another run. An entry's deviation is larger/smaller - 1 of its "
+            "two speedups against eager (and of its reference's two times), over the entries "
+            "`ok` and measured in both; a flip is an entry whose status differs."
+        ),
+        Table(["", "value"], figures),
+        Heading(3, "Largest speedup deviations"),
+        Table(["entry", f"this run ({run.name})", f"other ({other})", "deviation"], largest),
+        Heading(3, "Status flips"),
+        Table(["entry", "this run", "other", "reasons here", "reasons there"], flips),
+    ]
+
+
+def _claims(run: Run) -> list[tuple[dict[str, Any], float, float]]:
+    """Rows whose source claimed a speedup against eager and that measured one here."""
+    out = []
+    for r in run.rows:
+        claimed = (r.get("claimed") or {}).get("eager")
+        measured = speedup_of(r, "eager")
+        if claimed and claimed > 0 and measured:
+            out.append((r, claimed, measured))
+    return out
+
+
+def _claim_blocks(run: Run) -> list[Block]:
+    """The source's own speedups beside the measured ones, largest disagreements first, with
+    what the solution does (techniques) and where its time goes (its longest kernels)."""
+    pairs = _claims(run)
+    if not pairs:
+        return []
+    pairs.sort(key=lambda p: -abs(math.log(p[2] / p[1])))
+    ratios = [m / c for _, c, m in pairs]
+    within = sum(1 for x in ratios if 0.8 <= x <= 1.25)
+    rows = [
+        [
+            r.get("task_id") or r["key"],
+            fmt(claimed),
+            fmt(measured),
+            fmt(measured / claimed),
+            ", ".join(r.get("techniques") or []) or "-",
+            _top_kernels(r),
+        ]
+        for r, claimed, measured in pairs[:CLAIM_ROWS]
+    ]
+    return [
+        Heading(2, "Claimed against measured"),
+        Para(
+            f"{len(pairs)} correct solutions whose source reported a speedup against eager; the "
+            f"measured one is within 0.8x to 1.25x of the claim for {within} of them. The "
+            f"{len(rows)} largest disagreements:"
+        ),
+        Table(
+            ["task", "claimed", "measured", "measured / claimed", "techniques", "longest kernels"],
+            rows,
+        ),
+    ]
+
+
+def _top_kernels(row: dict[str, Any], count: int = 2) -> str:
+    kernels = ((row.get("result") or {}).get("provenance") or {}).get("kernels") or []
+    longest = sorted(kernels, key=lambda k: -k.get("ms", 0.0))[:count]
+    return "; ".join(f"{k['name'][:48]} ({fmt(k['ms'])} ms)" for k in longest) or "-"
 
 
 def _refused_blocks(rows: list[dict[str, Any]]) -> list[Block]:
@@ -401,7 +519,10 @@ def _plot_blocks(run: Run) -> list[Block]:
         if _kind(run) == "optimize"
         else ("speedup against roofline fraction", _draw_roofline)
     )
-    for alt, draw in (("speedup per level against each baseline", _draw_levels), second):
+    plots = [("speedup per level against each baseline", _draw_levels), second]
+    if _claims(run):
+        plots.append(("claimed against measured speedup", _draw_claims))
+    for alt, draw in plots:
         fig = Figure(layout="constrained")
         if draw(fig, run):
             buf = io.BytesIO()
@@ -507,6 +628,26 @@ def _draw_roofline(fig: Any, run: Run) -> bool:
     return True
 
 
+def _draw_claims(fig: Any, run: Run) -> bool:
+    """Claimed against measured speedup over eager, log axes, the line where they agree."""
+    pairs = _claims(run)
+    if not pairs:
+        return False
+    fig.set_size_inches(5.0, 4.6)
+    ax = fig.subplots()
+    for level in sorted({r.get("level") for r, _, _ in pairs}, key=str):
+        mine = [(c, m) for r, c, m in pairs if r.get("level") == level]
+        ax.scatter([c for c, _ in mine], [m for _, m in mine], s=16, label=f"level {level}")
+    values = [v for _, c, m in pairs for v in (c, m)]
+    lo, hi = min(values) / 1.2, max(values) * 1.2
+    ax.plot([lo, hi], [lo, hi], color="grey", linestyle="--", linewidth=1, label="as claimed")
+    _log_scale(ax, "x", "y")
+    ax.set_xlabel("claimed speedup vs eager (the source's)")
+    ax.set_ylabel("measured speedup vs eager")
+    ax.legend(fontsize="small")
+    return True
+
+
 def _log_scale(ax: Any, *which: str) -> None:
     """Log scale labelled 0.5, 1, 2, 5 rather than in powers of ten (speedups span little);
     only 1-2-5 ticks are labelled so wide ranges stay legible."""
@@ -523,8 +664,8 @@ def _log_scale(ax: Any, *which: str) -> None:
 # --- Markdown -----------------------------------------------------------------------------
 
 
-def render_markdown(run_dir: Path) -> str:
-    return _markdown(load_run(run_dir))
+def render_markdown(run_dir: Path, compare: Path | None = None) -> str:
+    return _markdown(load_run(run_dir, compare))
 
 
 def _markdown(run: Run) -> str:
@@ -578,8 +719,8 @@ img { max-width: 100%; }
 """
 
 
-def render_html(run_dir: Path) -> str:
-    return _html(load_run(run_dir))
+def render_html(run_dir: Path, compare: Path | None = None) -> str:
+    return _html(load_run(run_dir, compare))
 
 
 def _html(run: Run) -> str:
@@ -633,10 +774,21 @@ def _html_pair(pair: CodePair) -> str:
 # --- files --------------------------------------------------------------------------------
 
 
-def write_report(run_dir: Path, html: bool, csv: bool = False, json_: bool = False) -> list[Path]:
+def write_report(
+    run_dir: Path,
+    html: bool,
+    csv: bool = False,
+    json_: bool = False,
+    compare: Path | None = None,
+) -> list[Path]:
     """RUN_DIR/report.md always; report.html, solutions.csv and report.json when asked; returns
-    the paths written. The run (and its suite's reference sources) is loaded once for all."""
-    run = load_run(run_dir)
+    the paths written. With `compare`, every format sets another run of the same entries beside
+    this one."""
+    return write_files(load_run(run_dir, compare), run_dir, html, csv, json_)
+
+
+def write_files(run: Run, run_dir: Path, html: bool, csv: bool, json_: bool) -> list[Path]:
+    """The report's files from a run loaded once (with its suite's reference sources) for all."""
     md_path = run_dir / "report.md"
     md_path.write_text(_markdown(run), encoding="utf-8")
     paths = [md_path]
@@ -647,6 +799,8 @@ def write_report(run_dir: Path, html: bool, csv: bool = False, json_: bool = Fal
         paths.append(write_csv(run_dir / "solutions.csv", run.rows, run.baselines))
     if json_:
         paths.append(
-            write_json(run_dir / "report.json", run.name, run.meta, run.rows, run.baselines)
+            write_json(
+                run_dir / "report.json", run.name, run.meta, run.rows, run.baselines, run.compared
+            )
         )
     return paths

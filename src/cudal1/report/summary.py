@@ -60,7 +60,7 @@ def unmeasured(row: dict[str, Any]) -> bool:
     return result.get("status") == "ok" and result.get("speedup") is None
 
 
-def _quantile(xs: list[float], q: float) -> float:
+def quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if len(xs) == 1:
         return xs[0]
@@ -121,9 +121,9 @@ def stats(
         "correct": len(correct),
         "mean": statistics.fmean(values),
         "max": max(values),
-        "p75": _quantile(values, 0.75),
-        "median": _quantile(values, 0.5),
-        "p25": _quantile(values, 0.25),
+        "p75": quantile(values, 0.75),
+        "median": quantile(values, 0.5),
+        "p25": quantile(values, 0.25),
         "geomean": geo,
         "geomean_over": len(values) if rule == "paper" else len(correct),
         "above_1.01": sum(s > 1.01 for s in correct),
