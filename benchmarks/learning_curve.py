@@ -17,6 +17,16 @@ prompt, whose answer starts prefilled with the code's first lines (a 135M model 
 the paper's long prompt), and generate without the embedded policy's grammar, so parse rates are
 the model's own.
 
+On the H200 (which has transformers 5.17, PEFT and accelerate, but not TRL, datasets or gguf):
+carry the model in parts (`benchmarks/model_parts.py`) and, in a third call to the machine still
+warm, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04), installed there with
+`pip install --no-index --no-deps --target /tmp/site .whl/*.whl`:
+
+    pip download --no-deps --only-binary=:all: --python-version 3.12 \
+        --platform manylinux2014_x86_64 --platform any -d .whl \
+        trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 gguf==0.19.0 \
+        transformers==5.25.0 peft==0.21.2 accelerate==1.16.0
+
 State, small enough to travel between device calls: DIR/ARM/run/ (TRL checkpoints with the LoRA
 adapter and optimiser state, the exemplar database, the reward normaliser; not the base model),
 DIR/ARM/metrics.jsonl (one line per step: shaped reward mean and std, parse, correct and refused
