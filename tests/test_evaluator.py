@@ -85,6 +85,55 @@ def test_hang_is_a_timeout():
     assert r.status == "timeout"
 
 
+@pytest.mark.slow
+def test_the_same_hanging_source_evaluated_twice_at_once_times_out_twice(tmp_path):
+    """Two evaluations of one source share its build directory and take turns on its lock (two
+    runs, or two backends, on one machine). The first times out and empties the directory
+    while the second waits: the second must still find a directory to build in. On CI it once
+    found none (the first had removed it) and the hang came back as a runtime error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = _with_forward("while True:\n    pass") + "\n# twice at once\n"
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(_eval, source, run_timeout_s=4, build_root=tmp_path) for _ in range(2)]
+        results = [r.result() for r in runs]
+    assert [r.status for r in results] == ["timeout", "timeout"], [r.reasons for r in results]
+
+
+def test_a_build_lock_whose_directory_was_removed_is_taken_again(tmp_path):
+    """A process that waited on the lock of a directory since removed locks the new one."""
+    import shutil
+    import threading
+    import time
+
+    from cudal1.evaluate import harness
+
+    build_dir = tmp_path / "cand"
+    holding, removed = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with harness.build_lock(build_dir):
+            holding.set()
+            removed.wait(10)
+            shutil.rmtree(build_dir)  # as an older evaluator did on a failed build
+
+    def second() -> None:
+        holding.wait(10)
+        with harness.build_lock(build_dir):
+            seen.append(build_dir.is_dir() and (build_dir / harness.BUILD_LOCK_NAME).is_file())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    holding.wait(10)
+    time.sleep(0.5)  # the second thread is waiting on the lock by now
+    removed.set()
+    for t in threads:
+        t.join(20)
+    assert seen == [True]
+
+
 def test_dynamic_exit_is_a_runtime_error():
     """The static gate rejects the obfuscated name; with it off, the process structure still
     contains the exit: the candidate ends, the evaluation reports it."""

@@ -275,7 +275,10 @@ def evaluate(
                         w.kill()  # no candidate process outlives the build lock
                 failed_build = result.status in ("compile_error", "timeout")
                 if failed_build and "load" not in result.phase_seconds:
-                    shutil.rmtree(build_dir, ignore_errors=True)  # never leave a half-built one
+                    # never leave a half-built one; the directory and its lock stay, since
+                    # another process may be waiting on that lock to evaluate the same source
+                    with contextlib.suppress(OSError):
+                        artefact.clear(build_dir)
     finally:
         for w in (run.builder, run.worker, run.judge):
             if w is not None:

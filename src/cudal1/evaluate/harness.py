@@ -90,12 +90,31 @@ def build_lock(build_dir: Path):
     in progress with a `lock` file that only the builder removes: a build killed midway (an
     interrupted run) leaves it, and every later load of that candidate would wait on it until
     the compile timeout. Holding this lock proves that no build is in progress, so such markers
-    are removed."""
-    build_dir.mkdir(parents=True, exist_ok=True)
-    with exclusive(build_dir / BUILD_LOCK_NAME):
-        for stale in build_dir.glob("torch_extensions/*/lock"):
-            stale.unlink(missing_ok=True)
-        yield
+    are removed. A lock taken on a file that was removed while we waited (the directory
+    deleted by its holder, or by hand) locks nothing: it is taken again on the new one."""
+    lock = build_dir / BUILD_LOCK_NAME
+    while True:
+        build_dir.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                if not _same_file(f.fileno(), lock):
+                    continue
+                for stale in build_dir.glob("torch_extensions/*/lock"):
+                    stale.unlink(missing_ok=True)
+                yield
+                return
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Is the open file `fd` still the one at `path`?"""
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 @dataclass(frozen=True)
