@@ -198,6 +198,9 @@ def test_compact_prompt_and_retries_of_unusable_answers(tmp_path):
     write_report(tmp_path, html=True)
     md = (tmp_path / "report.md").read_text()
     assert "| L2_8 | 0 | 3 | 1 | 1.010 | 1.010 | ok 1, unparsed 2 |" in md
+    from cudal1.version import code_version
+
+    assert f"| cudal1 | {code_version()} |" in md  # run.json names the code
     page = (tmp_path / "report.html").read_text()
     assert page.count("<img") == 2 and "speedup of each answer, in the order written" in page
     with pytest.raises(Cudal1Error, match="unknown prompt style"):

@@ -1,6 +1,6 @@
 """What `cudal1 optimize` leaves in its output directory: `best.py`, a short report (`report.md`,
 which `cudal1 report OUT` rewrites as the full one), `summary.json`, and `run.json` (the suite and
-evaluator settings, which `cudal1 report` reads as it reads a bench run's)."""
+evaluator settings and the code's version, which `cudal1 report` reads as it reads a bench run's)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from cudal1.exemplars import ExemplarDB
 from cudal1.optimize.loop import OptimizeSummary
+from cudal1.version import code_version
 
 
 def write_outputs(
@@ -18,7 +19,9 @@ def write_outputs(
     """`meta`: the suite (`suite`: a suite spec or a task file) and the `eval` settings."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "run.json").write_text(
-        json.dumps({"kind": "optimize", "baselines": ["eager"], **meta}, indent=1)
+        json.dumps(
+            {"kind": "optimize", "baselines": ["eager"], "cudal1": code_version(), **meta}, indent=1
+        )
     )
     best = summary.best
     if best is not None and not best.is_reference:

@@ -239,9 +239,14 @@ def _header(run: Run) -> Table:
 
 
 def _versions(run: Run) -> str:
-    """The code the run was made with, and how many rows say another version did theirs."""
+    """The code the run was made with, and how many rows say another version did theirs (a
+    bench row names it; an optimize answer's result does)."""
     version = run.meta.get("cudal1")
-    others = sum(1 for r in run.rows if r.get("cudal1") and r["cudal1"] != version)
+    made_by = [
+        r.get("cudal1") or ((r.get("result") or {}).get("env") or {}).get("cudal1")
+        for r in run.rows
+    ]
+    others = sum(1 for v in made_by if v and v != version)
     return _text(version) + (f" ({others} rows from other versions)" if others else "")
 
 
