@@ -30,7 +30,8 @@ def _reasons(row: dict[str, Any]) -> list[str]:
     return (result.get("reasons") or []) if result else [row.get("error") or "not evaluated"]
 
 
-def _spread(a: float | None, b: float | None) -> float | None:
+def _deviation(a: float | None, b: float | None) -> float | None:
+    """larger/smaller - 1 (not the timing module's spread, which divides by the median)."""
     if not a or not b or a <= 0 or b <= 0:
         return None
     return max(a, b) / min(a, b) - 1.0
@@ -64,11 +65,11 @@ def agreement(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]) -> dic
             continue
         if _status(a[key]) != "ok":
             continue
-        deviation = _spread(ra.get("speedup"), rb.get("speedup"))
+        deviation = _deviation(ra.get("speedup"), rb.get("speedup"))
         if deviation is None:  # unmeasured in one of them: nothing to compare
             continue
         measured.append((deviation, key, ra["speedup"], rb["speedup"]))
-        ref = _spread(ra.get("reference_ms"), rb.get("reference_ms"))
+        ref = _deviation(ra.get("reference_ms"), rb.get("reference_ms"))
         if ref is not None:
             reference.append(ref)
     measured.sort(reverse=True)
