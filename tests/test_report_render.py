@@ -301,8 +301,9 @@ def test_compare_two_runs_of_the_same_entries(tmp_path: Path) -> None:
     ]
     run_a = _agreement_run(tmp_path, "run-a", a)
     run_b = _agreement_run(tmp_path, "run-b", b)
-    paths = write_report(run_a, html=True, json_=True, compare=run_b)
-    doc = json.loads(paths[-1].read_text())["agreement"]
+    paths = write_report(run_a, html=True, json_=True, compare=[run_b, run_a])
+    doc, itself = json.loads(paths[-1].read_text())["agreements"]
+    assert (itself["with"], itself["speedup_deviation"]["max"], itself["flips"]) == ("run-a", 0, [])
     assert doc["with"] == "run-b"
     assert (doc["common"], doc["only_a"], doc["only_b"], doc["ok_both"]) == (5, 1, 1, 3)
     assert doc["speedup_deviation"]["median"] == pytest.approx(0.10)
@@ -328,7 +329,7 @@ def test_compare_with_a_directory_that_is_no_run(tmp_path: Path, run_dir: Path) 
     from cudal1.errors import Cudal1Error
 
     with pytest.raises(Cudal1Error, match=r"holds neither results\.jsonl nor exemplars\.db"):
-        write_report(run_dir, html=False, compare=tmp_path / "nothing")
+        write_report(run_dir, html=False, compare=[tmp_path / "nothing"])
 
 
 def test_unknown_suite_drops_references_only(run_dir: Path) -> None:

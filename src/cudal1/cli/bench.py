@@ -163,10 +163,11 @@ def report_command(
     json_: bool = typer.Option(
         False, "--json", help="Also write report.json: the summary and one record per solution."
     ),
-    compare: Path = typer.Option(
+    compare: list[Path] = typer.Option(
         None,
-        help="Another run of the same entries (a repeat, an earlier audit): every format adds "
-        "how far their speedups agree and which entries changed verdict.",
+        help="Another run of the same entries (a repeat, an earlier audit; repeat the option "
+        "for several): every format adds how far their speedups agree and which entries "
+        "changed verdict.",
     ),
 ) -> None:
     """Write RUN_DIR/report.md (and report.html, solutions.csv, report.json): tables, plots,
@@ -174,8 +175,8 @@ def report_command(
     from cudal1.report.agreement import headline
     from cudal1.report.render import load_run, write_files
 
-    run = load_run(run_dir, compare)
+    run = load_run(run_dir, compare or [])
     for path in write_files(run, run_dir, html, csv, json_):
         console.print(f"wrote {path}")
-    if run.compared is not None:
-        console.print(headline(*run.compared))
+    for other, agree in run.compared:
+        console.print(headline(other, agree))

@@ -4,7 +4,7 @@
 from, its status and reasons, its flags, its speedup against every baseline measured, the times
 behind them, and its roofline. `report.json` holds the same rows (lists kept as lists) with the
 summary the Markdown report shows: per group, baseline and counting rule, and per sample (and,
-with `--compare`, the agreement with the other run). Each row names the cudal1 version that
+with `--compare`, the agreement with each other run). Each row names the cudal1 version that
 evaluated it.
 Both leave the code out: `results.jsonl` (or the exemplar database) keeps it.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,9 @@ def write_json(
     meta: dict[str, Any],
     rows: list[dict[str, Any]],
     baselines: list[str],
-    compared: tuple[str, dict[str, Any]] | None = None,
+    compared: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> Path:
-    """`compared`: another run's name and its agreement with this one (`--compare`)."""
+    """`compared`: other runs' names, each with its agreement with this one (`--compare`)."""
     doc: dict[str, Any] = {
         "run": name,
         "meta": meta,
@@ -101,7 +102,7 @@ def write_json(
         "refusals_by_reason": refusal_counts(rows),
         "solutions": [solution_record(r, baselines) for r in rows],
     }
-    if compared is not None:
-        doc["agreement"] = {"with": compared[0], **compared[1]}
+    if compared:
+        doc["agreements"] = [{"with": name, **agree} for name, agree in compared]
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return path

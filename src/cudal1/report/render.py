@@ -13,7 +13,8 @@ import base64
 import io
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,8 @@ class Run:
     meta: dict[str, Any]
     baselines: list[str]
     references: dict[str, str]
-    compared: tuple[str, dict[str, Any]] | None = None
-    """Another run's name and its agreement with this one (`--compare`)."""
+    compared: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """Other runs of the same entries, each named, with its agreement with this one."""
 
     @property
     def primary(self) -> str:
@@ -76,15 +77,15 @@ class Run:
         return "eager" if "eager" in self.baselines else self.baselines[0]
 
 
-def load_run(run_dir: Path, compare: Path | None = None) -> Run:
+def load_run(run_dir: Path, compare: Sequence[Path] = ()) -> Run:
     """A bench run (results.jsonl) or an optimize run (exemplars.db), with its run.json; with
-    `compare`, another run of the same entries to set beside it."""
+    `compare`, other runs of the same entries to set beside it (a repeat, an earlier audit)."""
     meta = read_meta(run_dir)
     rows = run_rows(run_dir, meta)
-    compared = None
-    if compare is not None:
-        other = run_rows(compare, read_meta(compare))
-        compared = (compare.resolve().name, agreement(rows, other))
+    compared = [
+        (name, agreement(rows, run_rows(path, read_meta(path))))
+        for name, path in zip(_names(compare), compare, strict=True)
+    ]
     return Run(
         name=run_dir.resolve().name,
         rows=rows,
@@ -312,11 +313,21 @@ def _percent(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f} %"
 
 
+def _names(paths: Sequence[Path]) -> list[str]:
+    """Each run's directory name, with its parent's where two would read the same."""
+    names = [p.resolve().name for p in paths]
+    return [
+        f"{p.resolve().parent.name}/{n}" if names.count(n) > 1 else n
+        for p, n in zip(paths, names, strict=True)
+    ]
+
+
 def _agreement_blocks(run: Run) -> list[Block]:
+    return [b for other, agree in run.compared for b in _agreement_with(run, other, agree)]
+
+
+def _agreement_with(run: Run, other: str, agree: dict[str, Any]) -> list[Block]:
     """This run beside another of the same entries: deviations, largest ones, status flips."""
-    if run.compared is None:
-        return []
-    other, agree = run.compared
     speed, ref = agree["speedup_deviation"], agree["reference_deviation"]
     figures = [
         ["entries in both runs", str(agree["common"])],
@@ -669,7 +680,7 @@ def _log_scale(ax: Any, *which: str) -> None:
 # --- Markdown -----------------------------------------------------------------------------
 
 
-def render_markdown(run_dir: Path, compare: Path | None = None) -> str:
+def render_markdown(run_dir: Path, compare: Sequence[Path] = ()) -> str:
     return _markdown(load_run(run_dir, compare))
 
 
@@ -724,7 +735,7 @@ img { max-width: 100%; }
 """
 
 
-def render_html(run_dir: Path, compare: Path | None = None) -> str:
+def render_html(run_dir: Path, compare: Sequence[Path] = ()) -> str:
     return _html(load_run(run_dir, compare))
 
 
@@ -784,10 +795,10 @@ def write_report(
     html: bool,
     csv: bool = False,
     json_: bool = False,
-    compare: Path | None = None,
+    compare: Sequence[Path] = (),
 ) -> list[Path]:
     """RUN_DIR/report.md always; report.html, solutions.csv and report.json when asked; returns
-    the paths written. With `compare`, every format sets another run of the same entries beside
+    the paths written. With `compare`, every format sets other runs of the same entries beside
     this one."""
     return write_files(load_run(run_dir, compare), run_dir, html, csv, json_)
 
