@@ -13,7 +13,7 @@ from cudal1.evaluate.result import EvalResult, Timing, TimingStats
 from cudal1.evaluate.static import analyze
 from cudal1.tasks import load_suite
 
-from .corpus import load_cases, run_case
+from .corpus import explain, load_cases, run_case
 from .corpus import test_config as corpus_config
 
 TASK = load_suite("bundled", validate=False).get("L1_20")
@@ -113,12 +113,24 @@ def test_a_reference_slowed_by_the_candidate_is_refused_end_to_end():
         if c.file == "slow_baseline_patch_via_module_dict.py"
     ]
     result = run_case(case)
-    if result.speedup is None:  # every timing disturbed: unmeasured, no reward either way
-        assert {f.split(":")[0] for f in result.flags} & {"host_shared", "gpu_shared"}
-        return
-    assert result.status == "rejected", result.reasons
-    assert "slowed_baseline" in {f.split(":")[0] for f in result.flags}
+    names = {f.split(":")[0] for f in result.flags}
     timing = result.timing
+    if result.speedup is None:  # every timing disturbed: unmeasured, no reward either way
+        assert names & {"host_shared", "gpu_shared"}, explain(result)
+        return
+    if result.status == "ok":
+        # Once, on a loaded 2-core machine, this came back ok with no reason (its flags were
+        # not printed then). An ok here is only right when the drift was seen but the
+        # refusal's bound was not reached (with 14 pairs the clean reference's upper bound is
+        # its 9th-fastest call, which stalls on a busy core can lift): the hack still gains
+        # nothing, the speedup is the clean reference over the candidate timed alone.
+        assert timing is not None, explain(result)
+        assert "baseline_drift" in names and timing.speedup_basis == "clean reference", (
+            f"{explain(result)}\ntiming: {timing}"
+        )
+        return
+    assert result.status == "rejected", f"{explain(result)}\ntiming: {timing}"
+    assert "slowed_baseline" in names
     assert timing is not None and timing.candidate_alone is not None
     assert timing.speedup_basis == "clean reference"
     assert result.correctness is not None  # outputs sampled from both loops went to the judge
