@@ -2,9 +2,9 @@
 to come from one version of the evaluator (an audit whose rows mix versions cannot be quoted).
 
 `CUDAL1_COMMIT` wins when set: a copy of the tree on another machine (the device tool's) may
-carry git metadata older than its files. Outside a git checkout (an installed wheel) the package
-version stands in. A checkout whose package files differ from the commit (changed, or new and
-not ignored) is `SHA+dirty`.
+carry git metadata older than its files. Outside a checkout of cudal1 (an installed wheel, even
+one inside another project's repository) the package version stands in. A checkout whose
+package files differ from the commit (changed, or new and not ignored) is `SHA+dirty`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def code_version() -> str:
         return done.stdout.strip() if done.returncode == 0 else None
 
     sha = git("rev-parse", "HEAD")
-    if not sha:
-        return __version__
+    if not sha or not git("ls-files", "--", Path(__file__).name):
+        return __version__  # not a checkout of cudal1 (an install inside another repository)
     dirty = git("status", "--porcelain", "--", ".")  # the package's own files only
     return f"{sha}+dirty" if dirty else sha
