@@ -1,5 +1,6 @@
 """`cudal1 bench`: every (task, solution) pair of a suite through the evaluator, streamed to
-`RUN_DIR/results.jsonl` as each finishes, so an interrupted run resumes where it stopped.
+`RUN_DIR/results.jsonl` as each finishes, so an interrupted run resumes where it stopped, under
+the same settings and the same code only (`check_run_dir`): a run's rows come from one evaluator.
 
 Solutions come from a CUDA-L1 release file (JSON lines; `custom_code` null or "None" means no
 submission; the paper's own scores are kept to audit them), a directory of candidate files
