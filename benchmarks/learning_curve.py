@@ -55,6 +55,7 @@ from cudal1.tasks import load_suite
 from cudal1.train.common import model_path
 from cudal1.train.config import GRPOStageConfig, RunConfig
 from cudal1.train.grpo import last_checkpoint, run_grpo
+from cudal1.train.prompts import chat_text
 from cudal1.train.reward import ShapingConfig
 
 ARMS = ("contrastive", "plain", "untrained")
@@ -88,7 +89,7 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
         prompts_per_step=args.prompts,
         max_completion_length=args.max_tokens,
         learning_rate=args.lr,
-        temperature=1.0,
+        temperature=args.temperature,
         exemplars=2 if arm == "contrastive" else 0,
         prompt_style="compact",
         lora=True,
@@ -112,6 +113,7 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
             row = {
                 "arm": arm,
                 "step": done + i + 1,
+                "temperature": args.temperature,
                 "reward_mean": round(m["reward/shaped"], 4),
                 "reward_std": round(m["reward/shaped_std"], 4),
                 "parse": round(1 - m["reward/unparsed"], 4),
@@ -130,18 +132,23 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
 
 
 def generate(
-    model: Any, tok: Any, messages: list[dict[str, str]], greedy: bool, n: int, max_tokens: int
+    model: Any,
+    tok: Any,
+    messages: list[dict[str, str]],
+    temperature: float | None,
+    n: int,
+    max_tokens: int,
 ) -> list[str]:
-    """Continue the prefilled answer: one greedy answer, or `n` sampled at temperature 1."""
+    """Continue the prefilled answer: one greedy answer (temperature None), or `n` sampled; the
+    prompt is the text and tokens GRPO's rollouts start from (`chat_text`)."""
     import torch
 
-    text = tok.apply_chat_template(messages, continue_final_message=True, tokenize=False)
-    enc = tok(text, return_tensors="pt", add_special_tokens=False).to(model.device)
+    enc = tok(chat_text(tok, messages), return_tensors="pt").to(model.device)
     with torch.no_grad():
         out = model.generate(
             **enc,
-            do_sample=not greedy,
-            temperature=None if greedy else 1.0,
+            do_sample=temperature is not None,
+            temperature=temperature,
             top_p=None,
             top_k=None,
             max_new_tokens=max_tokens,
@@ -175,7 +182,8 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
         prompt = contrastive_prompt(task, [], device=args.device, style="compact")
         messages = [*prompt.messages, {"role": "assistant", "content": prompt.prefill}]
         for mode, greedy, n in (("greedy", True, 1), ("sampled", False, args.samples)):
-            for text in generate(model, tok, messages, greedy, n, args.max_tokens):
+            temperature = None if greedy else args.temperature
+            for text in generate(model, tok, messages, temperature, n, args.max_tokens):
                 answers.append((mode, task.id, prompt.prefill + text))
     del model
     by_id = {t.id: t for t in tasks}
@@ -195,6 +203,7 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
                 "step": step,
                 "repeat": repeat,
                 "mode": mode,
+                "temperature": None if mode == "greedy" else args.temperature,
                 "answers": len(mine),
                 "parse": round(sum(r is not None for r in mine) / len(mine), 4),
                 "correct": round(sum(r is not None and r.ok for r in mine) / len(mine), 4),
@@ -275,6 +284,9 @@ def main() -> int:
     parser.add_argument("--generations", type=int, default=4, help="Rollouts per prompt.")
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument(
+        "--temperature", type=float, default=1.0, help="Rollouts and sampled held-out answers."
+    )
     parser.add_argument("--lora-rank", type=int, default=8)
     parser.add_argument("--samples", type=int, default=4, help="Sampled answers per task.")
     parser.add_argument("--repeats", type=int, default=1, help="Untrained arm: evaluations.")

@@ -97,6 +97,68 @@ def test_group_members_share_a_prompt_and_new_groups_see_new_rows(tmp_path):
     assert json.loads(plain["exemplar_ids"]) == [] and "None yet" in plain["prompt"][-1]["content"]
 
 
+def test_a_prefilled_prompt_reaches_the_model_open(tmp_path):
+    """TRL renders a conversational prompt with a new assistant turn after it: a prefilled
+    answer given as a message would be closed and answered afresh. The prompt TRL tokenizes
+    must end with the prefill itself."""
+    pytest.importorskip("trl")
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from cudal1.train.tiny import build_tiny
+
+    path = build_tiny(tmp_path / "tiny")
+    tok = AutoTokenizer.from_pretrained(path)
+    db = ExemplarDB(tmp_path / "x.db")
+    db.ensure_reference(TASK)
+    prompts = ContrastivePrompts(
+        [TASK], db, BucketSampler(n=2), device="cpu", style="compact", tokenizer=tok
+    )
+    item = next(prompts.stream())
+    assert item["prefill"].startswith("```python") and isinstance(item["prompt"], str)
+    trainer = GRPOTrainer(
+        model=str(path),
+        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+        args=GRPOConfig(
+            output_dir=str(tmp_path / "out"),
+            max_steps=1,
+            per_device_train_batch_size=2,
+            num_generations=2,
+            use_cpu=True,
+            report_to=[],
+        ),
+        train_dataset=prompts.dataset(),
+        processing_class=tok,
+    )
+    ids, _, _ = trainer._tokenize_prompts([item["prompt"]])
+    seen = tok.decode(ids[0])
+    assert seen.endswith(item["prefill"]) and "<|user|>" in seen
+    with pytest.raises(ValueError, match="give a tokenizer"):
+        next(ContrastivePrompts([TASK], db, BucketSampler(n=2), style="compact").stream())
+
+
+def test_chat_text_leaves_the_bos_to_the_tokenizer(tmp_path):
+    """A tokenizer that adds BOS itself and a template that writes one give one BOS, not two."""
+    from tokenizers import processors
+    from transformers import AutoTokenizer
+
+    from cudal1.train.prompts import chat_text
+    from cudal1.train.tiny import build_tiny
+
+    tok = AutoTokenizer.from_pretrained(build_tiny(tmp_path / "tiny"))
+    messages = [{"role": "user", "content": "gelu"}]
+    plain = chat_text(tok, messages)
+    assert plain.endswith("<|assistant|>\n")  # a new turn, no prefill
+    bos = "<|system|>"  # any special token serves as the BOS here
+    tok.bos_token = bos
+    tok.chat_template = bos + tok.chat_template
+    tok._tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", special_tokens=[(bos, tok.convert_tokens_to_ids(bos))]
+    )
+    text = chat_text(tok, messages)
+    assert text == plain and tok(text)["input_ids"].count(tok.bos_token_id) == 1
+
+
 @pytest.mark.slow
 def test_grpo_two_steps_then_resume(cli, tmp_path):
     pytest.importorskip("trl")

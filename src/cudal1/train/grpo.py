@@ -76,6 +76,7 @@ def run_grpo(
         low_precision=eval_config.tolerance == "kernelbench",
         seed=run.seed,
         style=stage.prompt_style,
+        tokenizer=tokenizer,
     )
     evaluator = evaluator_for(run, eval_config)
     shaper = RewardShaper(shaping)

@@ -8,8 +8,13 @@ a group sees the same prompt and exemplars. With `exemplars=False` the prompt sh
 candidates: the plain-GRPO ablation.
 
 `style="compact"` (for small models, `policy.prompts`) ends the prompt with the assistant's
-prefilled start of the code; TRL then continues that message, and the item's `prefill` column
-reaches the reward, which puts it back in front of the completion before parsing.
+prefilled start of the code, and the item's `prefill` column reaches the reward, which puts it
+back in front of the completion before parsing.
+
+Given the model's tokenizer, the stream renders every prompt as text, the way the model is to
+continue it (`chat_text`): a prefilled one up to its open prefill. TRL renders a conversational
+prompt with a new assistant turn after its last message, so a model given the prefill as a
+message would answer the closed prefill afresh instead of continuing it.
 """
 
 from __future__ import annotations
@@ -18,11 +23,42 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from cudal1.exemplars import Exemplar, ExemplarDB, IslandSampler, Sampler
 from cudal1.policy import contrastive_prompt
 from cudal1.tasks import Task
+
+
+class ChatTokenizer(Protocol):
+    """What `chat_text` needs of a transformers tokenizer."""
+
+    bos_token: str | None
+    bos_token_id: int | None
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def __call__(self, text: str, **kwargs: Any) -> Any: ...
+
+
+def chat_text(tokenizer: ChatTokenizer, messages: list[dict[str, str]]) -> str:
+    """The chat rendered for generation as text for the tokenizer's plain call: a last assistant
+    message is continued, else a new assistant turn starts. The plain call adds the tokenizer's
+    own special tokens, so a leading BOS the template wrote as well is dropped, not doubled."""
+    prefilled = messages[-1]["role"] == "assistant"
+    text = str(
+        tokenizer.apply_chat_template(
+            messages,
+            continue_final_message=prefilled,
+            add_generation_prompt=not prefilled,
+            tokenize=False,
+        )
+    )
+    bos = tokenizer.bos_token
+    adds_bos = tokenizer("")["input_ids"][:1] == [tokenizer.bos_token_id]
+    if bos and adds_bos and text.startswith(bos):
+        text = text[len(bos) :]
+    return text
 
 
 def draw_exemplars(
@@ -48,8 +84,11 @@ class ContrastivePrompts:
         low_precision: bool = False,
         seed: int = 0,
         style: str = "paper",
+        tokenizer: ChatTokenizer | None = None,
     ) -> None:
+        """With `tokenizer`, prompts are text (`chat_text`); without, message lists (no prefill)."""
         self.tasks, self.db, self.sampler, self.style = tasks, db, sampler, style
+        self.tokenizer = tokenizer
         self.device, self.exemplars, self.low_precision, self.seed = (
             device,
             exemplars,
@@ -67,9 +106,13 @@ class ContrastivePrompts:
         prompt = contrastive_prompt(
             task, shown, device=self.device, low_precision=self.low_precision, style=self.style
         )
-        prefilled = [{"role": "assistant", "content": prompt.prefill}] if prompt.prefill else []
+        messages = [*prompt.messages]
+        if prompt.prefill:
+            messages.append({"role": "assistant", "content": prompt.prefill})
+        if self.tokenizer is None and prompt.prefill:
+            raise ValueError(f"prompt style {self.style!r} prefills the answer: give a tokenizer")
         return {
-            "prompt": [*prompt.messages, *prefilled],
+            "prompt": chat_text(self.tokenizer, messages) if self.tokenizer else messages,
             "task_id": task.id,
             "exemplar_ids": json.dumps(prompt.exemplar_ids),
             "prefill": prompt.prefill,
@@ -89,9 +132,10 @@ class ContrastivePrompts:
         """A `datasets.IterableDataset` over `stream()`, as TRL's trainers take it."""
         from datasets import Features, IterableDataset, List, Value
 
+        chat = List({"role": Value("string"), "content": Value("string")})
         features = Features(
             {
-                "prompt": List({"role": Value("string"), "content": Value("string")}),
+                "prompt": Value("string") if self.tokenizer is not None else chat,
                 "task_id": Value("string"),
                 "exemplar_ids": Value("string"),
                 "prefill": Value("string"),
