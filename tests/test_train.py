@@ -272,6 +272,17 @@ def test_config_file_and_overrides(tmp_path):
         load_config(None, ["gpro.steps=1"])
 
 
+def test_verl_refuses_the_compact_prompt(cli, tmp_path):
+    """verl's dataset holds paper prompts: a compact style there would be silently ignored."""
+    out = tmp_path / "run"
+    code, _, err = cli(
+        "train", "grpo", "--backend", "verl", "--out", str(out), "--device", "cpu",
+        "--set", "grpo.prompt_style=compact",
+    )  # fmt: skip
+    assert code != 0 and "is for the trl backend" in err and len(err.strip().splitlines()) == 1
+    assert not (out / "verl_command.txt").exists()
+
+
 def test_verl_overrides_and_score(tmp_path, monkeypatch):
     from cudal1.evaluate import EvalConfig
     from cudal1.train import verl

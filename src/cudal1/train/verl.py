@@ -239,6 +239,11 @@ def launch_verl(
 ) -> dict[str, Any]:
     from cudal1.train.common import model_path
 
+    if stage.prompt_style != "paper":
+        raise Cudal1Error(
+            f"grpo.prompt_style = {stage.prompt_style!r} is for the trl backend: verl's rollouts "
+            "get the paper prompt. Drop the setting or use --backend trl"
+        )
     files = write_inputs(
         run, stage, eval_config, shaping or ShapingConfig(), review or ReviewThresholds()
     )
