@@ -50,12 +50,11 @@ from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.pool import LocalEvaluator
 from cudal1.evaluate.result import reason_kind
 from cudal1.optimize import ReviewThresholds
-from cudal1.policy import contrastive_prompt, parse_answer
+from cudal1.policy import Prompt, chat_text, contrastive_prompt, parse_answer
 from cudal1.tasks import load_suite
 from cudal1.train.common import model_path
 from cudal1.train.config import GRPOStageConfig, RunConfig
 from cudal1.train.grpo import last_checkpoint, run_grpo
-from cudal1.train.prompts import chat_text
 from cudal1.train.reward import ShapingConfig
 
 ARMS = ("contrastive", "plain", "untrained")
@@ -134,7 +133,7 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
 def generate(
     model: Any,
     tok: Any,
-    messages: list[dict[str, str]],
+    prompt: Prompt,
     temperature: float | None,
     n: int,
     max_tokens: int,
@@ -143,7 +142,7 @@ def generate(
     prompt is the text and tokens GRPO's rollouts start from (`chat_text`)."""
     import torch
 
-    enc = tok(chat_text(tok, messages), return_tensors="pt").to(model.device)
+    enc = tok(chat_text(tok, prompt), return_tensors="pt").to(model.device)
     with torch.no_grad():
         out = model.generate(
             **enc,
@@ -180,10 +179,9 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
     answers: list[tuple[str, str, str]] = []  # (mode, task id, answer)
     for task in tasks:
         prompt = contrastive_prompt(task, [], device=args.device, style="compact")
-        messages = [*prompt.messages, {"role": "assistant", "content": prompt.prefill}]
         for mode, greedy, n in (("greedy", True, 1), ("sampled", False, args.samples)):
             temperature = None if greedy else args.temperature
-            for text in generate(model, tok, messages, temperature, n, args.max_tokens):
+            for text in generate(model, tok, prompt, temperature, n, args.max_tokens):
                 answers.append((mode, task.id, prompt.prefill + text))
     del model
     by_id = {t.id: t for t in tasks}

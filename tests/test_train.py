@@ -142,12 +142,12 @@ def test_chat_text_leaves_the_bos_to_the_tokenizer(tmp_path):
     from tokenizers import processors
     from transformers import AutoTokenizer
 
-    from cudal1.train.prompts import chat_text
+    from cudal1.policy import Prompt, chat_text
     from cudal1.train.tiny import build_tiny
 
     tok = AutoTokenizer.from_pretrained(build_tiny(tmp_path / "tiny"))
-    messages = [{"role": "user", "content": "gelu"}]
-    plain = chat_text(tok, messages)
+    prompt = Prompt("L1_20", [{"role": "user", "content": "gelu"}])
+    plain = chat_text(tok, prompt)
     assert plain.endswith("<|assistant|>\n")  # a new turn, no prefill
     bos = "<|system|>"  # any special token serves as the BOS here
     tok.bos_token = bos
@@ -155,7 +155,7 @@ def test_chat_text_leaves_the_bos_to_the_tokenizer(tmp_path):
     tok._tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{bos} $A", special_tokens=[(bos, tok.convert_tokens_to_ids(bos))]
     )
-    text = chat_text(tok, messages)
+    text = chat_text(tok, prompt)
     assert text == plain and tok(text)["input_ids"].count(tok.bos_token_id) == 1
 
 

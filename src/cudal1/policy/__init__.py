@@ -11,7 +11,13 @@ from cudal1.policy.clients import (
     make_policy,
 )
 from cudal1.policy.parse import ParsedAnswer, parse_answer
-from cudal1.policy.prompts import Prompt, contrastive_prompt, feedback, load_templates
+from cudal1.policy.prompts import (
+    Prompt,
+    chat_text,
+    contrastive_prompt,
+    feedback,
+    load_templates,
+)
 
 __all__ = [
     "Completion",
@@ -23,6 +29,7 @@ __all__ = [
     "Prompt",
     "ReplayPolicy",
     "Usage",
+    "chat_text",
     "contrastive_prompt",
     "feedback",
     "load_templates",

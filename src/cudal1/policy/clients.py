@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from cudal1.errors import Cudal1Error
 from cudal1.policy.guided import ClassGrammar, Looping, TokenShapes
-from cudal1.policy.prompts import Prompt
+from cudal1.policy.prompts import Prompt, chat_text
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -210,8 +210,7 @@ class LocalPolicy:
         import torch
 
         tok, model = self.load()
-        text = tok.apply_chat_template(prompt.messages, add_generation_prompt=True, tokenize=False)
-        enc = tok(text + prompt.prefill, return_tensors="pt", add_special_tokens=False)
+        enc = tok(chat_text(tok, prompt), return_tensors="pt")
         enc = {k: v.to(model.device) for k, v in enc.items()}
         key = json.dumps([prompt.messages, prompt.prefill])
         digest = hashlib.sha256(f"{self.seed}:{self._asked[key]}:{key}".encode()).digest()

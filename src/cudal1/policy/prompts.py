@@ -19,6 +19,7 @@ import ast
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any, Protocol
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalResult
@@ -79,6 +80,41 @@ def load_templates(directory: str | Path | None = None) -> dict[str, str]:
     if missing:
         raise Cudal1Error(f"template directory {directory} lacks {', '.join(missing)}")
     return {name: (directory / name).read_text() for name in TEMPLATE_FILES}
+
+
+class ChatTokenizer(Protocol):
+    """What `chat_text` needs of a transformers tokenizer."""
+
+    bos_token: str | None
+    bos_token_id: int | None
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def __call__(self, text: str, **kwargs: Any) -> Any: ...
+
+
+def chat_text(tokenizer: ChatTokenizer, prompt: Prompt) -> str:
+    """The prompt as the text a local model continues, for the tokenizer's plain call: the
+    chat with a new assistant turn that starts with the prefill, left open. (A prefill passed
+    to a trainer as a last assistant message is rendered closed, with a new turn after it.)
+    The plain call adds the tokenizer's own special tokens, so a leading BOS the template wrote
+    as well is dropped, not doubled."""
+    messages = [*prompt.messages]
+    if prompt.prefill:
+        messages.append({"role": "assistant", "content": prompt.prefill})
+    text = str(
+        tokenizer.apply_chat_template(
+            messages,
+            continue_final_message=bool(prompt.prefill),
+            add_generation_prompt=not prompt.prefill,
+            tokenize=False,
+        )
+    )
+    bos = tokenizer.bos_token
+    adds_bos = tokenizer("")["input_ids"][:1] == [tokenizer.bos_token_id]
+    if bos and adds_bos and text.startswith(bos):
+        text = text[len(bos) :]
+    return text
 
 
 def contrastive_prompt(

@@ -12,7 +12,7 @@ prefilled start of the code, and the item's `prefill` column reaches the reward,
 back in front of the completion before parsing.
 
 Given the model's tokenizer, the stream renders every prompt as text, the way the model is to
-continue it (`chat_text`): a prefilled one up to its open prefill. TRL renders a conversational
+continue it (`policy.chat_text`): a prefilled one up to its open prefill. TRL renders a conversational
 prompt with a new assistant turn after its last message, so a model given the prefill as a
 message would answer the closed prefill afresh instead of continuing it.
 """
@@ -23,42 +23,12 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from cudal1.exemplars import Exemplar, ExemplarDB, IslandSampler, Sampler
-from cudal1.policy import contrastive_prompt
+from cudal1.policy import chat_text, contrastive_prompt
+from cudal1.policy.prompts import ChatTokenizer
 from cudal1.tasks import Task
-
-
-class ChatTokenizer(Protocol):
-    """What `chat_text` needs of a transformers tokenizer."""
-
-    bos_token: str | None
-    bos_token_id: int | None
-
-    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
-
-    def __call__(self, text: str, **kwargs: Any) -> Any: ...
-
-
-def chat_text(tokenizer: ChatTokenizer, messages: list[dict[str, str]]) -> str:
-    """The chat rendered for generation as text for the tokenizer's plain call: a last assistant
-    message is continued, else a new assistant turn starts. The plain call adds the tokenizer's
-    own special tokens, so a leading BOS the template wrote as well is dropped, not doubled."""
-    prefilled = messages[-1]["role"] == "assistant"
-    text = str(
-        tokenizer.apply_chat_template(
-            messages,
-            continue_final_message=prefilled,
-            add_generation_prompt=not prefilled,
-            tokenize=False,
-        )
-    )
-    bos = tokenizer.bos_token
-    adds_bos = tokenizer("")["input_ids"][:1] == [tokenizer.bos_token_id]
-    if bos and adds_bos and text.startswith(bos):
-        text = text[len(bos) :]
-    return text
 
 
 def draw_exemplars(
@@ -106,13 +76,10 @@ class ContrastivePrompts:
         prompt = contrastive_prompt(
             task, shown, device=self.device, low_precision=self.low_precision, style=self.style
         )
-        messages = [*prompt.messages]
-        if prompt.prefill:
-            messages.append({"role": "assistant", "content": prompt.prefill})
         if self.tokenizer is None and prompt.prefill:
             raise ValueError(f"prompt style {self.style!r} prefills the answer: give a tokenizer")
         return {
-            "prompt": chat_text(self.tokenizer, messages) if self.tokenizer else messages,
+            "prompt": chat_text(self.tokenizer, prompt) if self.tokenizer else prompt.messages,
             "task_id": task.id,
             "exemplar_ids": json.dumps(prompt.exemplar_ids),
             "prefill": prompt.prefill,
