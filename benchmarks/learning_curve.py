@@ -15,7 +15,11 @@ Arms: `contrastive` (the paper's method: two exemplars with their speedups in ea
 same held-out prompts; `--repeats` evaluations give the run-to-run spread). All use the compact
 prompt, whose answer starts prefilled with the code's first lines (a 135M model does not follow
 the paper's long prompt), and generate without the embedded policy's grammar, so parse rates are
-the model's own.
+the model's own. `--temperature` (default 1.0) samples both the rollouts and the held-out
+answers and is recorded in every row. The untrained model's starting point, measured on the CPU
+(`benchmarks/results/2026-12-04-cpu/summary.md`): greedy 6 of 12 held-out answers parse and 1
+is correct; sampled, 32 of 48 parse at 0.7 and 18 of 48 at 1.0, none correct. Every failure
+gets the lowest reward, so only groups with a correct rollout teach anything.
 
 On the H200 (which has transformers 5.17, PEFT and accelerate, but not TRL, datasets or gguf):
 carry the model in parts (`benchmarks/model_parts.py`) and, in a third call to the machine still
