@@ -12,9 +12,9 @@ prefilled start of the code, and the item's `prefill` column reaches the reward,
 back in front of the completion before parsing.
 
 Given the model's tokenizer, the stream renders every prompt as text, the way the model is to
-continue it (`policy.chat_text`): a prefilled one up to its open prefill. TRL renders a conversational
-prompt with a new assistant turn after its last message, so a model given the prefill as a
-message would answer the closed prefill afresh instead of continuing it.
+continue it (`policy.chat_text`): a prefilled one up to its open prefill. TRL renders a
+conversational prompt with a new assistant turn after its last message, so a model given the
+prefill as a message would answer the closed prefill afresh instead of continuing it.
 """
 
 from __future__ import annotations
