@@ -22,7 +22,8 @@ is correct; sampled, 32 of 48 parse at 0.7 and 18 of 48 at 1.0, none correct. Ev
 gets the lowest reward, so only groups with a correct rollout teach anything.
 
 On the H200 (which has transformers 5.17, PEFT and accelerate, but not TRL, datasets or gguf):
-carry the model in parts (`benchmarks/model_parts.py`) and, in a third call to the machine still
+carry the model in parts (`benchmarks/parts.py split --out .model`: each call carries one part
+and its manifest; `join` there) and, in a third call to the machine still
 warm, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04), installed there with
 `pip install --no-index --no-deps --target /tmp/site .whl/*.whl`:
 
@@ -31,11 +32,16 @@ warm, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04), inst
         trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 gguf==0.19.0 \
         transformers==5.25.0 peft==0.21.2 accelerate==1.16.0
 
-State, small enough to travel between device calls: DIR/ARM/run/ (TRL checkpoints with the LoRA
-adapter and optimiser state, the exemplar database, the reward normaliser; not the base model),
-DIR/ARM/metrics.jsonl (one line per step: shaped reward mean and std, parse, correct and refused
-fractions, refusals by reason, GPU-seconds of evaluation, wall seconds) and
-DIR/ARM/heldout.jsonl (one line per held-out evaluation and decoding mode).
+State: DIR/ARM/run/ (TRL checkpoints with the LoRA adapter and optimiser state, the exemplar
+database, the reward normaliser; not the base model), DIR/ARM/metrics.jsonl (one line per step:
+shaped reward mean and std, parse, correct and refused fractions, refusals by reason,
+GPU-seconds of evaluation, wall seconds) and DIR/ARM/heldout.jsonl (one line per held-out
+evaluation and decoding mode). An arm's checkpoint is about 32 MB (after two steps on the CPU:
+optimiser 19 MB, adapter 9.4 MB, tokenizer 3.4 MB; it packed to 5 MB there only because steps
+without a correct rollout leave the adapter and the moments at zero), more than the 16 MiB a
+file may have to come back from the device: `--pack $OUT` ends a call by writing it as a gzipped tar in 15 MiB parts with their
+digests, and `--unpack DIR` starts the next call from the parts carried back in (an arm already
+on a machine still warm keeps its own state). `--no-run` only unpacks and packs.
 """
 
 from __future__ import annotations
@@ -45,10 +51,14 @@ import json
 import math
 import statistics
 import sys
+import tarfile
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from parts import FETCH_PART_MIB, PartsError, join, manifests, split
 
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.pool import LocalEvaluator
@@ -76,7 +86,11 @@ def run_config(args: argparse.Namespace, arm: str) -> RunConfig:
 
 
 def steps_done(args: argparse.Namespace, arm: str) -> int:
-    found = last_checkpoint(args.state / arm / "run" / "checkpoints")
+    return steps_done_in(args.state, arm)
+
+
+def steps_done_in(state: Path, arm: str) -> int:
+    found = last_checkpoint(state / arm / "run" / "checkpoints")
     return int(found.name.split("-")[-1]) if found else 0
 
 
@@ -272,6 +286,39 @@ def report(state: Path, out: Path) -> int:
     return 0
 
 
+def pack(state: Path, arm: str, out: Path) -> list[Path]:
+    """The arm's state as a gzipped tar in parts small enough to come back from the device;
+    without the final model, which the next chunk writes again."""
+    final = f"{arm}/run/final"
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if info.name == final or info.name.startswith(final + "/") else info
+
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / f"{arm}-state.tgz"
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(state / arm, arcname=arm, filter=keep)
+        return split(archive, out, FETCH_PART_MIB)
+
+
+def unpack(parts_dir: Path, state: Path) -> None:
+    """Every arm state packed under `parts_dir`, into `state`; an arm already there (a machine
+    still warm from the call that packed it) keeps its own."""
+    for manifest in manifests(parts_dir):
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = join(manifest, Path(tmp) / "state.tgz")
+            with tarfile.open(archive) as tar:
+                arms = {m.name.split("/")[0] for m in tar.getmembers()}
+                if len(arms) != 1 or not arms <= set(ARMS):
+                    raise PartsError(f"{manifest.name} holds {sorted(arms)}, not one arm's state")
+                arm = arms.pop()
+                if (state / arm).exists():
+                    print(f"{arm}: its state is already under {state}; the packed one is left")
+                    continue
+                tar.extractall(state, filter="data")
+                print(f"{arm}: state unpacked at step {steps_done_in(state, arm)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--state", type=Path, required=True)
@@ -294,22 +341,50 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1, help="Untrained arm: evaluations.")
     parser.add_argument("--eval-jobs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--unpack", type=Path, help="First unpack the arm states packed (by --pack) here."
+    )
+    parser.add_argument(
+        "--pack", type=Path, help="Last pack the arm's state here, in parts that come back."
+    )
+    parser.add_argument(
+        "--run",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--no-run: only unpack and pack the state.",
+    )
     args = parser.parse_args()
+    if args.unpack:
+        try:
+            unpack(args.unpack, args.state)
+        except PartsError as e:
+            print(f"--unpack {args.unpack}: {e}", file=sys.stderr)
+            return 1
     if args.report:
         return report(args.state, args.report)
     if args.arm is None:
         parser.error("give --arm or --report")
     (args.state / args.arm).mkdir(parents=True, exist_ok=True)
+    if args.run:
+        run_arm(args)
+    if args.pack:
+        written = pack(args.state, args.arm, args.pack)
+        print(f"{args.arm}: state in {len(written)} parts under {args.pack}", flush=True)
+    return 0
+
+
+def run_arm(args: argparse.Namespace) -> None:
+    """The untrained arm's held-out evaluations, or one chunk of a training arm (and the
+    held-out evaluation when it reaches a multiple of --eval-every)."""
     if args.arm == "untrained":
         for repeat in range(args.repeats):
             heldout(args, "untrained", 0, repeat)
-        return 0
+        return
     before = steps_done(args, args.arm)
     after = train_chunk(args, args.arm)
     if after // args.eval_every > before // args.eval_every or after == args.total:
         heldout(args, args.arm, after)
     print(f"{args.arm}: steps {before} -> {after}", flush=True)
-    return 0
 
 
 if __name__ == "__main__":
