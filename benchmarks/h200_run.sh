@@ -13,6 +13,10 @@
 #   audit       `cudal1 bench` of CUDA-L1's H100 release, calibrated tolerance (resumes $AUDIT_DIR)
 #   audit-kb    the same with --tolerance kernelbench ($AUDIT_KB_JOBS workers, default $AUDIT_JOBS)
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
+#   curve       one chunk ($CURVE_STEPS, default 25) of the learning curve's $CURVE_ARM (default
+#               contrastive; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
+#               from the parts carried in .model (benchmarks/parts.py), arm states carried back in
+#               .state; the arm's state leaves in 15 MiB parts directly under $OUT
 #   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time);
 #               $TP_GPUS spreads the pool over that many GPUs, $TP_BACKEND=ray uses Ray actors
 #               (carry Ray's wheel in .whl), e.g. TP_GPUS=4 TP_SEQUENTIAL=0 for the multi-GPU run
@@ -44,6 +48,13 @@ for pair in "$AUDIT_DIR:${AUDIT_FROM:-}" "$AUDIT_KB_DIR:${AUDIT_KB_FROM:-}"; do
 done
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader >"$WORK/gpu.txt"
 
+wheels() {
+  if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
+  fi
+}
+
 part() {
   case $1 in
     eval)
@@ -62,20 +73,20 @@ part() {
       # TRL and datasets are not on the machine: carry `.whl` with trl, datasets, dill,
       # multiprocess and fsspec, but not pyarrow (datasets fails to pickle with pyarrow 26;
       # the machine's own 25.0.1 works).
-      if [ -d .whl ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
-      fi
+      wheels
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/train_pipeline.py --out "$WORK/grpo" --device cuda \
         --steps "${GRPO_STEPS:-4}" ;;
     throughput)
-      if [ "${TP_BACKEND:-local}" = ray ] && [ -d .whl ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH
-      fi
+      [ "${TP_BACKEND:-local}" = ray ] && wheels
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/throughput.py --out "$WORK/throughput" --device cuda \
         --count "${TP_COUNT:-20}" --sequential "${TP_SEQUENTIAL:-8}" --jobs "${TP_JOBS:-8}" \
         --backend "${TP_BACKEND:-local}" ${TP_GPUS:+--gpus "$TP_GPUS"} ;;
+    curve)
+      wheels
+      [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts .model --to /tmp/smollm2.gguf || return 1
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
+        --arm "${CURVE_ARM:-contrastive}" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
+        $([ -d .state ] && echo --unpack .state) --pack "$OUT" ${CURVE_ARGS:-} ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }
