@@ -85,18 +85,14 @@ def run_config(args: argparse.Namespace, arm: str) -> RunConfig:
     )
 
 
-def steps_done(args: argparse.Namespace, arm: str) -> int:
-    return steps_done_in(args.state, arm)
-
-
-def steps_done_in(state: Path, arm: str) -> int:
+def steps_done(state: Path, arm: str) -> int:
     found = last_checkpoint(state / arm / "run" / "checkpoints")
     return int(found.name.split("-")[-1]) if found else 0
 
 
 def train_chunk(args: argparse.Namespace, arm: str) -> int:
     """`--steps` more GRPO steps of `arm` (resumed from its last checkpoint); the step count."""
-    done = steps_done(args, arm)
+    done = steps_done(args.state, arm)
     target = min(args.total, done + args.steps)
     if target <= done:
         return done
@@ -316,7 +312,7 @@ def unpack(parts_dir: Path, state: Path) -> None:
                     print(f"{arm}: its state is already under {state}; the packed one is left")
                     continue
                 tar.extractall(state, filter="data")
-                print(f"{arm}: state unpacked at step {steps_done_in(state, arm)}")
+                print(f"{arm}: state unpacked at step {steps_done(state, arm)}")
 
 
 def main() -> int:
@@ -380,7 +376,7 @@ def run_arm(args: argparse.Namespace) -> None:
         for repeat in range(args.repeats):
             heldout(args, "untrained", 0, repeat)
         return
-    before = steps_done(args, args.arm)
+    before = steps_done(args.state, args.arm)
     after = train_chunk(args, args.arm)
     if after // args.eval_every > before // args.eval_every or after == args.total:
         heldout(args, args.arm, after)

@@ -2,7 +2,7 @@
 working tree to the H200 (the repository is about 14 MB of it) and brings back at most 8 files
 of 16 MiB each: the embedded model's GGUF file (98 MB) goes there in two 47 MiB parts carried by
 consecutive calls to a machine kept warm, and a learning-curve arm's state (LoRA adapter and
-optimiser, about 30 MB) comes back in 15 MiB parts.
+optimiser, a 32 MB checkpoint) comes back in 15 MiB parts.
 
 `split` writes NAME.part-0, NAME.part-1, ... and NAME.manifest.json (SHA-256 digests of each
 part and of the whole) into one folder, flat, so each part can be carried or fetched on its own;

@@ -212,8 +212,9 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     assert (ckpt / "exemplars.db").is_file() and (ckpt / "reward_shaper.json").is_file()
     assert ExemplarDB(ckpt / "exemplars.db").count() >= 2
     assert any((out / "tensorboard").rglob("events.out.tfevents*"))
-    # resumes from checkpoint-2, with the compact prompt (small models): TRL continues the
-    # prefilled answer, and the reward parses the prefill and the continuation together
+    # resumes from checkpoint-2, with the compact prompt (small models): the reward parses the
+    # prefill and the continuation together (that the model continues the prefill, rather than
+    # answering it afresh, is test_a_prefilled_prompt_reaches_the_model_open's)
     code, _, err = cli(*args, "--steps", "3", "--set", "grpo.prompt_style=compact")
     assert code == 0, err
     resumed = json.loads((out / "grpo.json").read_text())

@@ -10,6 +10,7 @@ reference; the Markdown keeps the ten fastest. Nothing here prints: the CLI deci
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import math
 import re
@@ -75,6 +76,18 @@ class Run:
     def primary(self) -> str:
         """The baseline used to rank tasks and tag techniques: eager when it was measured."""
         return "eager" if "eager" in self.baselines else self.baselines[0]
+
+    @functools.cached_property
+    def claims(self) -> list[tuple[dict[str, Any], float, float]]:
+        """(row, claimed, measured) for rows whose source claimed a speedup against eager and
+        that measured one here."""
+        out = []
+        for r in self.rows:
+            claimed = (r.get("claimed") or {}).get("eager")
+            measured = speedup_of(r, "eager")
+            if claimed and claimed > 0 and measured:
+                out.append((r, claimed, measured))
+        return out
 
 
 def load_run(run_dir: Path, compare: Sequence[Path] = ()) -> Run:
@@ -365,24 +378,12 @@ def _agreement_with(run: Run, other: str, agree: dict[str, Any]) -> list[Block]:
     ]
 
 
-def _claims(run: Run) -> list[tuple[dict[str, Any], float, float]]:
-    """Rows whose source claimed a speedup against eager and that measured one here."""
-    out = []
-    for r in run.rows:
-        claimed = (r.get("claimed") or {}).get("eager")
-        measured = speedup_of(r, "eager")
-        if claimed and claimed > 0 and measured:
-            out.append((r, claimed, measured))
-    return out
-
-
 def _claim_blocks(run: Run) -> list[Block]:
     """The source's own speedups beside the measured ones, largest disagreements first, with
     what the solution does (techniques) and where its time goes (its longest kernels)."""
-    pairs = _claims(run)
-    if not pairs:
+    if not run.claims:
         return []
-    pairs.sort(key=lambda p: -abs(math.log(p[2] / p[1])))
+    pairs = sorted(run.claims, key=lambda p: -abs(math.log(p[2] / p[1])))
     ratios = [m / c for _, c, m in pairs]
     within = sum(1 for x in ratios if 0.8 <= x <= 1.25)
     rows = [
@@ -536,7 +537,7 @@ def _plot_blocks(run: Run) -> list[Block]:
         else ("speedup against roofline fraction", _draw_roofline)
     )
     plots = [("speedup per level against each baseline", _draw_levels), second]
-    if _claims(run):
+    if run.claims:
         plots.append(("claimed against measured speedup", _draw_claims))
     for alt, draw in plots:
         fig = Figure(layout="constrained")
@@ -646,7 +647,7 @@ def _draw_roofline(fig: Any, run: Run) -> bool:
 
 def _draw_claims(fig: Any, run: Run) -> bool:
     """Claimed against measured speedup over eager, log axes, the line where they agree."""
-    pairs = _claims(run)
+    pairs = run.claims
     if not pairs:
         return False
     fig.set_size_inches(5.0, 4.6)
