@@ -430,8 +430,8 @@ def load_figures(
             "wall_s": round(wall, 1),
             "unmeasured": sum(v["unmeasured"] for v in under_load.values()),
         },
-        "throughput_per_hour": round(3600 * len(fresh) / wall, 1),
-        "evaluations_per_hour": round(3600 * len(done) / wall, 1),
+        "throughput_per_hour": round(3600 * len(fresh) / wall, 1) if wall else None,
+        "evaluations_per_hour": round(3600 * len(done) / wall, 1) if wall else None,
         "bands": bands,
         "subjects": {
             k: {
