@@ -57,8 +57,8 @@ from tests.corpus import load_cases
 
 BANDS = {"lt20us": (0.0, 0.020), "50us_1ms": (0.050, 1.0), "gt1ms": (1.0, float("inf"))}
 CURATED = {
-    # over 1 ms at full size (the 2026-12-04 H200 plain loop; the last three are PyTorch GEMMs
-    # of the bundled suite not timed there yet): GEMMs, an MLP, attention
+    # over 1 ms at full size (the H200 plain loops of 2026-12-04 and -05): GEMMs, an MLP,
+    # attention
     "gt1ms": [
         "cuda_gemm_tiled_smem@L1_1",
         "gemm_bias_relu_addmm@L2_1",
