@@ -4,6 +4,8 @@ the pool's real production load and alone, against an independent plain loop.
     PYTHONPATH=src:. python3 benchmarks/repeatability.py --phase both --out DIR --submit-s 480
     PYTHONPATH=src:. python3 benchmarks/repeatability.py --phase load --resume --out DIR \\
         --alone DIR/repeatability-alone.json --submit-s 480
+    PYTHONPATH=src:. python3 benchmarks/repeatability.py --phase plain --out DIR \\
+        --alone DIR/repeatability-alone.json
 
 The whole benchmark takes longer than one device call (10 minutes): `--submit-s` stops
 submitting in time for what is in flight to finish, and `--resume` carries the load phase on in
@@ -21,6 +23,8 @@ the next call (on a machine still warm, DIR and the builds are still there).
   `repeatability.json`: per band, the spread (max/min - 1 of the speedups) under load and
   alone, and the agreement |cudal1 / plain - 1| of the median under load; fresh candidates
   per hour.
+- `plain`: the plain loop again over the chosen subjects (after a change to it), then the
+  figures from the log.
 
 Evaluations left unmeasured by interference (`gpu_shared`, `host_shared`) are counted and left
 out of the spreads.
@@ -51,6 +55,7 @@ from benchmarks.throughput import mix
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.config import default_build_root
 from cudal1.evaluate.evaluator import _build_env
+from cudal1.evaluate.harness import set_numerics
 from cudal1.evaluate.pool import LocalEvaluator
 from cudal1.tasks import Task, load_suite, source_hash
 from tests.corpus import load_cases
@@ -144,7 +149,10 @@ def subjects(device: str) -> list[Subject]:
 def plain_loop(subject: Subject, device: str, pairs: int) -> dict[str, float]:
     """The candidate and the reference, built here, timed in random pairs on fresh inputs with
     an L2 flush before each call: the simplest honest measurement, nothing of the evaluator's
-    timing code."""
+    timing code. Under the evaluator's numerics (default tolerance: no TF32 in cuDNN), so both
+    time the same kernels; with PyTorch's defaults a convolution here ran in TF32 and the
+    evaluator's did not (2026-12-05, `conv_bn_relu_folded`: 1.18x here, 1.08x there)."""
+    set_numerics(device, EvalConfig(device=device).tolerance)
     build_dir = default_build_root() / source_hash(subject.source)
     workdir = Path(tempfile.mkdtemp(prefix="plain-"))
     env = _build_env(EvalConfig(device=device, sandbox=False), workdir, build_dir)
@@ -357,6 +365,21 @@ def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def phase_plain(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any]:
+    """The plain loop again over the chosen subjects (built by an earlier phase on this
+    machine), after a change to the loop; the earlier figures stay as `plain_earlier`."""
+    keys = {k for keys in alone["bands_chosen"].values() for k in keys}
+    plain = {}
+    for s in subjects(args.device):
+        if s.key in keys:
+            plain[s.key] = plain_loop(s, args.device, args.plain_pairs)
+            before = alone["plain"][s.key]["speedup"]
+            print(f"  plain {s.key}: {plain[s.key]['speedup']:.4f}x (was {before:.4f}x)", flush=True)
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
+    return {**alone, "plain": plain, "plain_earlier": alone["plain"]}
+
+
 def phase_load(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, Any]:
     """Each subject `--repeats` times, each beside a fresh candidate of the throughput mix
     (shuffled, so a phase cut short still has the mix). With `--resume`, the load rows already
@@ -460,7 +483,7 @@ def _commit() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--phase", choices=["alone", "load", "both", "report"], required=True)
+    parser.add_argument("--phase", choices=["alone", "load", "both", "plain", "report"], required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--alone", type=Path, help="The alone phase's JSON (for --phase load).")
     parser.add_argument("--device", default="cuda")
@@ -487,8 +510,14 @@ def main() -> int:
     args.deadline = time.monotonic() + args.submit_s
     args.out.mkdir(parents=True, exist_ok=True)
     args.log = args.out / "evaluations.jsonl"
-    if args.phase == "report":
+    if args.phase in ("report", "plain"):
         args.log = args.alone.parent / "evaluations.jsonl"
+    if args.phase == "plain":  # the plain loop again, then the figures from the log
+        alone = phase_plain(args, json.loads(args.alone.read_text()))
+        args.alone.write_text(json.dumps(alone, indent=1))
+        rows = load_rows(args.log)
+        wall = max((row["t"] for row in rows), default=0.0)
+        return report(load_figures(alone, rows, wall, args.jobs), args.out)
     if args.phase == "both":
         alone = phase_alone(args)
         (args.out / "repeatability-alone.json").write_text(json.dumps(alone, indent=1))
