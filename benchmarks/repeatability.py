@@ -205,6 +205,20 @@ def plain_loop(subject: Subject, device: str, pairs: int) -> dict[str, float]:
     return {"candidate_ms": cand, "reference_ms": ref, "speedup": ref / cand}
 
 
+def plain_loops(pool: list[Subject], args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """The plain loop over each subject; one that fails is reported and left out."""
+    plain: dict[str, dict[str, float]] = {}
+    for s in pool:
+        try:
+            plain[s.key] = plain_loop(s, args.device, args.plain_pairs)
+            print(f"  plain {s.key}: {plain[s.key]}", flush=True)
+        except Exception as e:  # reported, and the subject is left out
+            print(f"plain loop failed for {s.key}: {type(e).__name__}: {e}", flush=True)
+        if args.device == "cuda":
+            torch.cuda.empty_cache()  # nothing of this process stays on the GPU
+    return plain
+
+
 def band_of(candidate_ms: float) -> str | None:
     for name, (lo, hi) in BANDS.items():
         if lo <= candidate_ms < hi:
@@ -333,16 +347,7 @@ def phase_alone(args: argparse.Namespace) -> dict[str, Any]:
     for row in built:
         if row["status"] != "ok":
             print(f"  {row['subject']}: {row['status']} {row['reasons']}", flush=True)
-    plain: dict[str, dict[str, float]] = {}
-    for s in pool:
-        if s.key in ok:
-            try:
-                plain[s.key] = plain_loop(s, args.device, args.plain_pairs)
-                print(f"  plain {s.key}: {plain[s.key]}", flush=True)
-            except Exception as e:  # reported, and the subject is left out
-                print(f"plain loop failed for {s.key}: {type(e).__name__}: {e}", flush=True)
-            if args.device == "cuda":
-                torch.cuda.empty_cache()  # nothing of this process stays on the GPU
+    plain = plain_loops([s for s in pool if s.key in ok], args)
     chosen: dict[str, list[str]] = {}
     for name in BANDS:
         in_band = [k for k, p in plain.items() if band_of(p["candidate_ms"]) == name]
@@ -369,14 +374,9 @@ def phase_plain(args: argparse.Namespace, alone: dict[str, Any]) -> dict[str, An
     """The plain loop again over the chosen subjects (built by an earlier phase on this
     machine), after a change to the loop; the earlier figures stay as `plain_earlier`."""
     keys = {k for keys in alone["bands_chosen"].values() for k in keys}
-    plain = {}
-    for s in subjects(args.device):
-        if s.key in keys:
-            plain[s.key] = plain_loop(s, args.device, args.plain_pairs)
-            before = alone["plain"][s.key]["speedup"]
-            print(f"  plain {s.key}: {plain[s.key]['speedup']:.4f}x (was {before:.4f}x)", flush=True)
-            if args.device == "cuda":
-                torch.cuda.empty_cache()
+    plain = plain_loops([s for s in subjects(args.device) if s.key in keys], args)
+    for k, p in plain.items():
+        print(f"  plain {k}: {p['speedup']:.4f}x (was {alone['plain'][k]['speedup']:.4f}x)")
     return {**alone, "plain": plain, "plain_earlier": alone["plain"]}
 
 
@@ -483,7 +483,9 @@ def _commit() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--phase", choices=["alone", "load", "both", "plain", "report"], required=True)
+    parser.add_argument(
+        "--phase", choices=["alone", "load", "both", "plain", "report"], required=True
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--alone", type=Path, help="The alone phase's JSON (for --phase load).")
     parser.add_argument("--device", default="cuda")
@@ -512,20 +514,18 @@ def main() -> int:
     args.log = args.out / "evaluations.jsonl"
     if args.phase in ("report", "plain"):
         args.log = args.alone.parent / "evaluations.jsonl"
-    if args.phase == "plain":  # the plain loop again, then the figures from the log
+    if args.phase == "plain":  # the plain loop again; the figures from the log follow
         alone = phase_plain(args, json.loads(args.alone.read_text()))
         args.alone.write_text(json.dumps(alone, indent=1))
-        rows = load_rows(args.log)
-        wall = max((row["t"] for row in rows), default=0.0)
-        return report(load_figures(alone, rows, wall, args.jobs), args.out)
     if args.phase == "both":
         alone = phase_alone(args)
         (args.out / "repeatability-alone.json").write_text(json.dumps(alone, indent=1))
         return report(phase_load(args, alone), args.out)
-    if args.phase == "report":  # from a cut-short call's log and its alone phase's JSON
+    if args.phase in ("report", "plain"):  # from the log and the alone phase's JSON
         rows = load_rows(args.log)
         alone = json.loads(args.alone.read_text())
-        return report(load_figures(alone, rows, max(row["t"] for row in rows), args.jobs), args.out)
+        wall = max((row["t"] for row in rows), default=0.0)
+        return report(load_figures(alone, rows, wall, args.jobs), args.out)
     if args.phase == "alone":
         data = phase_alone(args)
         (args.out / "repeatability-alone.json").write_text(json.dumps(data, indent=1))
