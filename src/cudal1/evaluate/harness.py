@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from cudal1.evaluate import sandbox
 from cudal1.evaluate.compare import OutputStructureError, flatten_outputs
 from cudal1.evaluate.timing import same_bits
 from cudal1.tasks import Task, TaskModule
@@ -398,29 +399,15 @@ def thread_counts() -> tuple[set[int], int]:
     return python, native
 
 
-def child_processes() -> list[str]:
-    """Live child processes of this process (a candidate's pools, forks and helpers)."""
-    me = str(os.getpid())
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for pid in entries:
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        name, rest = (
-            stat[stat.index("(") + 1 : stat.rindex(")")],
-            stat[stat.rindex(")") + 2 :].split(),
-        )
-        if rest[1] == me and rest[0] != "Z":
-            found.append(f"{pid}:{name}")
-    return found
+def child_processes(pid: int | None = None) -> list[str]:
+    """Live child processes of `pid` (default: this process): a candidate's pools, forks and
+    helpers, or the compiler its `load_inline` runs."""
+    parent = os.getpid() if pid is None else pid
+    return [
+        f"{child}:{name}"
+        for child, (up, state, name) in sandbox.processes().items()
+        if up == parent and state != "Z"
+    ]
 
 
 def _storage_range(t: torch.Tensor) -> tuple[int, int]:

@@ -359,9 +359,10 @@ class Control:
                 os.close(fd)
 
 
-def _children(pid: int) -> list[int]:
-    """Processes whose parent is `pid` (this machine's kernels have no /proc/PID/.../children)."""
-    found = []
+def processes() -> dict[int, tuple[int, str, str]]:
+    """Every process on this machine: pid -> (parent pid, state, name), from /proc (this
+    machine's kernels have no /proc/PID/.../children)."""
+    found = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -369,9 +370,14 @@ def _children(pid: int) -> list[int]:
                     stat = f.read()
             except OSError:
                 continue
-            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
-                found.append(int(entry))
+            state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
+            found[int(entry)] = (int(parent), state, stat[stat.index("(") + 1 : stat.rindex(")")])
     return found
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`."""
+    return [child for child, (parent, _, _) in processes().items() if parent == pid]
 
 
 def start(
