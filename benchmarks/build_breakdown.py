@@ -3,12 +3,14 @@
 into the host binding file (`torch/extension.h` and pybind11), the `.cu` files through nvcc,
 the C++ sources and the link; what is left of the wall time is Python (importing torch and the
 candidate, hashing sources, loading the built module). A second build of the same source shows
-what a cached build costs. With `--pch`, each candidate is built cold a third time with the
-evaluator's precompiled `torch/extension.h` on CPATH (`cudal1.evaluate.pch`, built first, its
-time reported), and the objects of the two cold builds are compared byte for byte.
+what a cached build costs. With `--fast`, each candidate is built cold a third time as the
+evaluator builds it: its precompiled `torch/extension.h` on CPATH (`cudal1.evaluate.pch`, built
+first, its time reported) and, where torch has CUDA, nvcc's front ends side by side
+(`cudal1.evaluate.nvcc_driver` as PYTORCH_NVCC); the objects of the two cold builds are
+compared byte for byte, with the names nvcc varies between any two builds blanked.
 
     PYTHONPATH=src:. python3 benchmarks/build_breakdown.py --out DIR [--arch 9.0] [--jobs N]
-        [--pch] [--limit N] [--kind cuda|cpp]
+        [--fast] [--limit N] [--kind cuda|cpp]
 
 Writes DIR/build_breakdown.json and prints a table. No GPU is needed (the evaluator's builder
 has none either): CUDA is compiled for `--arch`.
@@ -64,22 +66,26 @@ def ninja_parts(ext_root: Path) -> dict[str, float]:
     return parts
 
 
-def precompile(out: Path) -> tuple[dict[str, str], float]:
-    """The evaluator's precompiled headers (built under OUT/pch unless there already) and the
-    CPATH that candidate processes get."""
-    from cudal1.evaluate import pch
+def evaluator_env(out: Path) -> tuple[dict[str, str], float]:
+    """What the evaluator adds to a build's environment: its precompiled headers (built under
+    OUT/pch unless there already, the seconds that took) on CPATH, and the nvcc driver."""
+    from cudal1.evaluate import EvalConfig, pch
+    from cudal1.evaluate.evaluator import _build_env
 
     t0 = time.perf_counter()
-    headers = pch.ensure(out / "pch")
-    if headers is None:
+    if pch.ensure(out / "pch") is None:
         raise SystemExit("this machine cannot precompile torch/extension.h (no GCC?)")
-    return {"CPATH": str(headers)}, round(time.perf_counter() - t0, 1)
+    seconds = round(time.perf_counter() - t0, 1)
+    env = _build_env(EvalConfig(device="cpu", pch_root=out / "pch"), out, out)
+    return {k: env[k] for k in ("CPATH", "PYTORCH_NVCC") if k in env}, seconds
 
 
 def objects(root: Path) -> dict[str, bytes]:
-    """A build tree's objects and libraries, by path."""
+    """A build tree's objects and libraries, by path, nvcc's varying names blanked."""
+    from cudal1.evaluate.nvcc_driver import masked
+
     return {
-        str(p.relative_to(root)): p.read_bytes()
+        str(p.relative_to(root)): masked(p.read_bytes())
         for p in root.rglob("*")
         if p.suffix in (".o", ".so")
     }
@@ -110,13 +116,13 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=None, help="MAX_JOBS (default: ninja's).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N candidates.")
     parser.add_argument("--kind", choices=("cuda", "cpp"), default=None, help="Only this kind.")
-    parser.add_argument("--pch", action="store_true", help="Also build with the evaluator's PCH.")
+    parser.add_argument("--fast", action="store_true", help="Also build as the evaluator does.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {"TORCH_CUDA_ARCH_LIST": args.arch, "CUDA_VISIBLE_DEVICES": ""}
     if args.jobs:
         env["MAX_JOBS"] = str(args.jobs)
-    pch_env, pch_s = precompile(args.out) if args.pch else ({}, None)
+    fast_env, pch_s = evaluator_env(args.out) if args.fast else ({}, None)
     unique = {c.file: c for c in load_cases("honest") if "load_inline" in c.source}
     cases = [
         c
@@ -135,11 +141,11 @@ def main() -> int:
                 print(f"{case.file}: {e}", flush=True)
                 continue
             parts = ninja_parts(ext_root)
-            if pch_env:  # again from nothing, at the same path (objects name their sources)
+            if fast_env:  # again from nothing, at the same path (objects name their sources)
                 plain = objects(ext_root)
                 shutil.rmtree(ext_root)
-                cold_pch, _ = build(path, case.task, ext_root, {**env, **pch_env})
-                pch_parts = ninja_parts(ext_root)
+                cold_fast, _ = build(path, case.task, ext_root, {**env, **fast_env})
+                fast_parts = ninja_parts(ext_root)
                 same = objects(ext_root) == plain
         kind = "cuda" if parts["nvcc"] > 0 else "cpp"
         row = {"case": case.file, "task": case.task, "kind": kind, "cold_s": round(cold, 2)}
@@ -149,10 +155,11 @@ def main() -> int:
             "torch_import_s": round(t_torch, 2),
         }
         row |= {"cached_s": round(cached, 2)}
-        if pch_env:
+        if fast_env:
             row |= {
-                "cold_pch_s": round(cold_pch, 2),
-                "binding_pch": round(pch_parts["binding"], 2),
+                "cold_fast_s": round(cold_fast, 2),
+                "binding_fast": round(fast_parts["binding"], 2),
+                "nvcc_fast": round(fast_parts["nvcc"], 2),
                 "same_objects": same,
             }
         rows.append(row)
@@ -163,9 +170,9 @@ def main() -> int:
             **{
                 f"median_{k}": round(statistics.median(r[k] for r in group), 2)
                 for k in ("cold_s", "binding", "nvcc", "cpp", "link", "python_s", "cached_s")
-                + (("cold_pch_s", "binding_pch") if pch_env else ())
+                + (("cold_fast_s", "binding_fast", "nvcc_fast") if fast_env else ())
             },
-            **({"all_objects_same": all(r["same_objects"] for r in group)} if pch_env else {}),
+            **({"all_objects_same": all(r["same_objects"] for r in group)} if fast_env else {}),
         }
         for kind in ("cuda", "cpp")
         if (group := [r for r in rows if r["kind"] == kind])
@@ -186,14 +193,18 @@ def main() -> int:
             f"{s['median_nvcc']} | {s['median_cpp']} | {s['median_link']} | "
             f"{s['median_python_s']} | {s['median_cached_s']} |"
         )
-    if pch_env:
-        print(f"precompiled headers built in {pch_s} s")
-        print("| kind | cold | cold with PCH | binding | binding with PCH | objects identical |")
-        print("|---|---|---|---|---|---|")
+    if fast_env:
+        print(f"precompiled headers built in {pch_s} s; the evaluator's build: {fast_env}")
+        print(
+            "| kind | cold | as the evaluator builds | binding | with PCH | nvcc | with the driver "
+            "| objects identical |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
         for kind, s in summary.items():
             print(
-                f"| {kind} | {s['median_cold_s']} | {s['median_cold_pch_s']} | "
-                f"{s['median_binding']} | {s['median_binding_pch']} | {s['all_objects_same']} |"
+                f"| {kind} | {s['median_cold_s']} | {s['median_cold_fast_s']} | "
+                f"{s['median_binding']} | {s['median_binding_fast']} | {s['median_nvcc']} | "
+                f"{s['median_nvcc_fast']} | {s['all_objects_same']} |"
             )
     return 0
 

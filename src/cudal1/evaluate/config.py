@@ -97,9 +97,14 @@ class EvalConfig:
     )
     """Precompile `torch/extension.h` once per machine for the binding file of every
     `load_inline` build (`pch.py`); CUDAL1_PRECOMPILED_HEADERS=0 turns it off by default."""
+    parallel_nvcc: bool = field(
+        default_factory=lambda: os.environ.get("CUDAL1_PARALLEL_NVCC", "1") != "0"
+    )
+    """Compile `.cu` files with nvcc's host and device front ends side by side
+    (`nvcc_driver.py`, through torch's PYTORCH_NVCC); CUDAL1_PARALLEL_NVCC=0 turns it off."""
     run_timeout_s: float = 300.0
-    """Each request to a worker, the candidate's first call included: an extension it builds
-    inside forward must finish in this time (CUDA-L1's L1_10 took 20 to 111 s on the H200)."""
+    """Each request to a worker, the candidate's first call included (an extension it builds
+    inside forward has the compile timeout for the build itself)."""
     build_root: Path = field(default_factory=default_build_root)
     """Per-candidate build directories live here, one per candidate source hash."""
     lock_dir: Path | None = field(default_factory=lambda: default_build_root().parent / "locks")

@@ -46,12 +46,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import platform
 import random
 import secrets
+import shlex
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -62,7 +65,7 @@ from typing import Any, Protocol
 import torch
 
 from cudal1.errors import Cudal1Error
-from cudal1.evaluate import artefact, harness, interference, pch, sandbox
+from cudal1.evaluate import artefact, harness, interference, nvcc_driver, pch, sandbox
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.protocol import (
     ProtocolError,
@@ -459,7 +462,21 @@ def _build_env(
         arch = arch or harness.cuda_arch_list()
         if arch:  # the builder sees no GPU: it compiles for the GPUs this machine has
             env["TORCH_CUDA_ARCH_LIST"] = arch
+    nvcc = _real_nvcc()
+    if config.parallel_nvcc and nvcc is not None:
+        env["PYTORCH_NVCC"] = shlex.join([sys.executable, "-I", "-S", nvcc_driver.__file__, nvcc])
     return env
+
+
+@functools.cache
+def _real_nvcc() -> str | None:
+    """The nvcc torch's extension builder would run (None without a CUDA build of torch)."""
+    from torch.utils import cpp_extension
+
+    if cpp_extension.CUDA_HOME is None:
+        return None
+    nvcc = os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc")
+    return nvcc if os.access(nvcc, os.X_OK) else None
 
 
 def _static_gate(static: StaticReport, config: EvalConfig) -> None:

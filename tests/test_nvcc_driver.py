@@ -1,0 +1,142 @@
+"""nvcc with its front ends side by side builds what nvcc builds (evaluate/nvcc_driver.py):
+the object matches nvcc's byte for byte but for the names nvcc itself varies (its
+temporary files') and the module id's eight random characters."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudal1.evaluate import nvcc_driver
+
+NVCC = shutil.which("nvcc")
+pytestmark = pytest.mark.skipif(NVCC is None, reason="needs nvcc")
+
+KERNEL = r"""
+#include <cuda_runtime.h>
+namespace {
+__global__ void scale(float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+}
+void launch_scale(float* x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }
+"""
+ONE_ARCH = ["-gencode=arch=compute_90,code=sm_90"]
+TWO_ARCHS = [*ONE_ARCH, "-gencode=arch=compute_80,code=sm_80"]
+MODULE_ID = re.compile(rb"_[0-9a-f]{8}_\d+_kernel_cu_[0-9a-f]{8}")
+
+
+def _compile(
+    tmp_path: Path, arch: list[str], name: str, driver: bool
+) -> subprocess.CompletedProcess[str]:
+    assert NVCC is not None
+    front = [sys.executable, "-I", "-S", nvcc_driver.__file__] if driver else []
+    return subprocess.run(
+        [*front, NVCC, *arch, "-c", "kernel.cu", "-o", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _normalised(obj: Path) -> bytes:
+    return nvcc_driver.masked(obj.read_bytes())
+
+
+def _plan(tmp_path: Path, arch: list[str]) -> nvcc_driver.Plan | None:
+    assert NVCC is not None
+    dry = subprocess.run(
+        [NVCC, *arch, "-c", "kernel.cu", "-o", "x.o", "--dryrun"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    return nvcc_driver.plan(dry.stderr, str(tmp_path / "empty.ii"))
+
+
+def test_one_architecture_runs_the_front_ends_at_once_and_builds_what_nvcc_builds(tmp_path):
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    steps = _plan(tmp_path, ONE_ARCH)
+    assert steps is not None
+    assert "cudafe++" in steps.host[1] and "--gen_module_id_file" not in steps.host[1]
+    assert "cicc" in steps.device[1]
+    assert _compile(tmp_path, ONE_ARCH, "nvcc.o", driver=False).returncode == 0
+    built = _compile(tmp_path, ONE_ARCH, "driver.o", driver=True)
+    assert built.returncode == 0, built.stderr
+    ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "driver.o")}
+    assert len(ids) == 2  # a module id of the driver's own, in nvcc's shape
+    assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
+
+
+def test_anything_else_is_left_to_nvcc(tmp_path):
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    assert _plan(tmp_path, TWO_ARCHS) is None
+    assert _compile(tmp_path, TWO_ARCHS, "nvcc.o", driver=False).returncode == 0
+    assert _compile(tmp_path, TWO_ARCHS, "driver.o", driver=True).returncode == 0
+    nvcc_built, driver_built = (
+        (tmp_path / "nvcc.o").read_bytes(),
+        (tmp_path / "driver.o").read_bytes(),
+    )
+    assert MODULE_ID.search(nvcc_built).group() == MODULE_ID.search(driver_built).group()
+    assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
+
+
+def test_a_compile_error_fails_with_the_compilers_message(tmp_path):
+    (tmp_path / "kernel.cu").write_text(KERNEL.replace("x[i] *= a;", "x[i] *= undeclared_b;"))
+    built = _compile(tmp_path, ONE_ARCH, "driver.o", driver=True)
+    assert built.returncode != 0
+    assert "undeclared_b" in built.stderr
+    assert not (tmp_path / "driver.o").exists()
+
+
+def test_what_only_nvcc_does_is_left_to_nvcc(tmp_path):
+    """`-time FILE` is nvcc's own timing table: asked for, it is written."""
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    built = _compile(tmp_path, [*ONE_ARCH, "-time", "phases.csv"], "driver.o", driver=True)
+    assert built.returncode == 0, built.stderr
+    assert "cicc" in (tmp_path / "phases.csv").read_text()
+
+
+def test_the_evaluator_builds_cuda_through_the_driver(tmp_path, monkeypatch):
+    """Where torch has a CUDA toolkit, every candidate build's environment names the driver as
+    torch's nvcc (PYTORCH_NVCC, a shell command in build.ninja), wrapping that toolkit's nvcc;
+    CUDAL1_PARALLEL_NVCC=0 (parallel_nvcc=False) leaves torch's own choice."""
+    import dataclasses
+
+    from torch.utils import cpp_extension
+
+    from cudal1.evaluate import EvalConfig
+    from cudal1.evaluate.evaluator import _build_env, _real_nvcc
+
+    toolkit = tmp_path / "cuda"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "bin" / "nvcc").symlink_to(NVCC)
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(toolkit))
+    _real_nvcc.cache_clear()
+    try:
+        config = EvalConfig(device="cpu", parallel_nvcc=True)
+        command = _build_env(config, tmp_path, tmp_path / "b")["PYTORCH_NVCC"]
+        off = dataclasses.replace(config, parallel_nvcc=False)
+        assert "PYTORCH_NVCC" not in _build_env(off, tmp_path, tmp_path / "b")
+    finally:
+        _real_nvcc.cache_clear()
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    args = " ".join(ONE_ARCH)
+    built = subprocess.run(
+        f"{command} {args} -c kernel.cu -o driver.o",
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    assert _compile(tmp_path, ONE_ARCH, "nvcc.o", driver=False).returncode == 0
+    assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
+    ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "driver.o")}
+    assert len(ids) == 2  # built by the driver, not by nvcc alone
