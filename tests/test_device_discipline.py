@@ -223,13 +223,20 @@ def test_a_gpu_hog_is_flagged_never_charged():
 
 
 def _descendants_named(name: str) -> list[int]:
-    """Live processes called `name` anywhere under this test's process."""
+    """Live processes called `name` anywhere under this test's process, less version queries
+    (torch runs `ninja --version` before a build: gone in milliseconds, it is not the build)."""
     table = sandbox.processes()
     found = []
     for pid, (up, state, comm) in table.items():
         while up in table and up != os.getpid():
             up = table[up][0]
         if comm == name and state != "Z" and up == os.getpid():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"--version" in f.read().split(b"\0"):
+                        continue
+            except OSError:
+                continue
             found.append(pid)
     return found
 
