@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from cudal1.evaluate import EvalConfig, evaluate, harness, sandbox
-from cudal1.evaluate.pool import LocalEvaluator
+from cudal1.evaluate.pool import LocalEvaluator, WorkerPool
 from cudal1.evaluate.protocol import Worker
 from cudal1.tasks import load_suite
 
@@ -277,3 +277,34 @@ def test_a_build_in_forward_lets_the_device_lock_go(tmp_path):
     assert result.status == "ok", result.reasons
     assert seen == {"compiler still running": True}
     assert result.phase_seconds["built_off_device"] > 0
+
+
+def _until(condition, timeout_s: float = 300.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_pool_worker_starts_without_the_device_lock_and_warms_up_under_it(tmp_path):
+    """A GPU pool's new workers import torch while a timed phase holds the device, and touch
+    the device only once it is let go: starting a worker (seconds of imports) never keeps a
+    timed phase of another evaluation waiting. (On a CPU machine `hello` finds no CUDA and does
+    nothing, but it is still asked for under the lock.)"""
+    lock = str(tmp_path / "device.lock")
+    with harness.device_lock(lock, timing=True):
+        pool = WorkerPool("cuda", size=1, lock_path=lock)
+        try:
+            warming = [pool.idle[role][0] for role in ("judge", "candidate_worker")]
+            assert _until(lambda: all(w.started for w in warming)), "workers never started"
+            time.sleep(0.5)
+            assert not any(w.warmed for w in warming)
+        except BaseException:
+            pool.close()
+            raise
+    try:
+        assert _until(lambda: all(w.warmed for w in warming)), "warm-up never ran"
+    finally:
+        pool.close()

@@ -63,6 +63,8 @@ class Worker:
     log_path: Path
     control: sandbox.Control | None = None
     """The sandbox launcher's control pipe (None: not sandboxed)."""
+    started: bool = False
+    """It has answered `ready`: its start-up (torch's import) is done."""
     warmed: bool = False
     """Its device warm-up (`hello`) is done."""
     _buffer: bytes = b""
@@ -274,7 +276,7 @@ def serve(
     its command's nonce; `integrity` (trusted functions still the ones captured at start?) is
     checked after every command and reported. A pre-started worker for a GPU runs `preload`
     (host-side imports only: nothing touches the GPU before the parent asks, under the device
-    lock) when CUDAL1_PRELOAD is set."""
+    lock) when CUDAL1_PRELOAD is set; `ready` is answered once that is done, and does nothing."""
     if os.environ.pop(PRELOAD_ENV, None) and preload is not None:
         preload()
     write = os.write  # bound now, before any candidate code exists
@@ -285,7 +287,7 @@ def serve(
         if cmd == "stop":
             break
         try:
-            answer = handlers[cmd](message)
+            answer = {} if cmd == "ready" else handlers[cmd](message)
         except Exception as e:  # reported to the parent, which decides what it means
             answer = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         if integrity is not None:
