@@ -279,7 +279,7 @@ def test_a_build_in_forward_lets_the_device_lock_go(tmp_path):
     assert result.phase_seconds["built_off_device"] > 0
 
 
-def _until(condition, timeout_s: float = 300.0) -> bool:
+def _until(condition, timeout_s: float = 120.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
@@ -294,17 +294,18 @@ def test_a_pool_worker_starts_without_the_device_lock_and_warms_up_under_it(tmp_
     timed phase of another evaluation waiting. (On a CPU machine `hello` finds no CUDA and does
     nothing, but it is still asked for under the lock.)"""
     lock = str(tmp_path / "device.lock")
-    with harness.device_lock(lock, timing=True):
-        pool = WorkerPool("cuda", size=1, lock_path=lock)
-        try:
-            warming = [pool.idle[role][0] for role in ("judge", "candidate_worker")]
-            assert _until(lambda: all(w.started for w in warming)), "workers never started"
-            time.sleep(0.5)
-            assert not any(w.warmed for w in warming)
-        except BaseException:
-            pool.close()
-            raise
+    timed_phase = contextlib.ExitStack()
+    timed_phase.enter_context(harness.device_lock(lock, timing=True))
+    pool = None
     try:
+        pool = WorkerPool("cuda", size=1, lock_path=lock)
+        warming = [pool.idle[role][0] for role in ("judge", "candidate_worker")]
+        assert _until(lambda: all(w.started for w in warming)), "workers never started"
+        time.sleep(0.5)
+        assert not any(w.warmed for w in warming)
+        timed_phase.close()
         assert _until(lambda: all(w.warmed for w in warming)), "warm-up never ran"
     finally:
-        pool.close()
+        timed_phase.close()  # first: closing the pool waits for warm-ups, which need the lock
+        if pool is not None:
+            pool.close()
