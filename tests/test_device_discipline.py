@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -33,12 +34,17 @@ def _held(lock: str, timing: bool, log: list, name: str, release: threading.Even
         log.append(("let go", name))  # still held: anyone after it logs later
 
 
-def _wait_for(log: list, entry: tuple) -> None:
-    for _ in range(600):
-        if entry in log:
-            return
+def _until(condition: Callable[[], bool], what: Callable[[], str], timeout_s: float) -> None:
+    """Poll `condition` until it holds; fail with `what()` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(what())
         time.sleep(0.01)
-    raise AssertionError(f"{entry} never happened: {log}")
+
+
+def _wait_for(log: list, entry: tuple) -> None:
+    _until(lambda: entry in log, lambda: f"{entry} never happened: {log}", 6.0)
 
 
 def test_shared_steps_overlap_and_a_waiting_timed_phase_goes_first(tmp_path):
@@ -279,15 +285,6 @@ def test_a_build_in_forward_lets_the_device_lock_go(tmp_path):
     assert result.phase_seconds["built_off_device"] > 0
 
 
-def _until(condition, timeout_s: float = 120.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_a_pool_worker_starts_without_the_device_lock_and_warms_up_under_it(tmp_path):
     """A GPU pool's new workers import torch while a timed phase holds the device, and touch
     the device only once it is let go: starting a worker (seconds of imports) never keeps a
@@ -300,11 +297,11 @@ def test_a_pool_worker_starts_without_the_device_lock_and_warms_up_under_it(tmp_
     try:
         pool = WorkerPool("cuda", size=1, lock_path=lock)
         warming = [pool.idle[role][0] for role in ("judge", "candidate_worker")]
-        assert _until(lambda: all(w.started for w in warming)), "workers never started"
+        _until(lambda: all(w.started for w in warming), lambda: "workers never started", 120.0)
         time.sleep(0.5)
         assert not any(w.warmed for w in warming)
         timed_phase.close()
-        assert _until(lambda: all(w.warmed for w in warming)), "warm-up never ran"
+        _until(lambda: all(w.warmed for w in warming), lambda: "warm-up never ran", 120.0)
     finally:
         timed_phase.close()  # first: closing the pool waits for warm-ups, which need the lock
         if pool is not None:

@@ -279,6 +279,7 @@ def serve(
     lock) when CUDAL1_PRELOAD is set; `ready` is answered once that is done, and does nothing."""
     if os.environ.pop(PRELOAD_ENV, None) and preload is not None:
         preload()
+    handlers = {"ready": lambda message: {}, **handlers}
     write = os.write  # bound now, before any candidate code exists
     dumps = json.dumps
     for line in sys.stdin:
@@ -287,7 +288,7 @@ def serve(
         if cmd == "stop":
             break
         try:
-            answer = {} if cmd == "ready" else handlers[cmd](message)
+            answer = handlers[cmd](message)
         except Exception as e:  # reported to the parent, which decides what it means
             answer = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
         if integrity is not None:
