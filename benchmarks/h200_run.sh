@@ -122,6 +122,10 @@ errors = collections.Counter(
 )
 print("rejected by first reason:", dict(why.most_common(6)))
 print("errors:", dict(errors.most_common(4)))
+phases = collections.Counter()
+for r in rows:
+    phases.update((r.get("result") or {}).get("phase_seconds") or {})
+print("phase seconds summed:", {k: round(phases[k]) for k in ("device", "device_wait", "built_off_device", "total")})
 EOF
       tail -n 2 "$WORK/$p/log.txt" ;;
     *) tail -n 40 "$WORK/$p/log.txt" ;;
