@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from cudal1.evaluate import EvalConfig, evaluate, harness, sandbox
+from cudal1.evaluate import EvalConfig, baselines, evaluate, harness, sandbox
 from cudal1.evaluate.pool import LocalEvaluator, WorkerPool
 from cudal1.evaluate.protocol import Worker
 from cudal1.tasks import load_suite
@@ -157,6 +157,40 @@ def test_no_device_step_of_one_evaluation_overlaps_another_timed_phase(monkeypat
     for t, s, e in timed:
         others = [(s2, e2) for t2, _, s2, e2 in rec.locks if (t2, s2, e2) != (t, s, e)]
         assert not any(_overlap((s, e), o) for o in others)
+
+
+def test_the_baselines_judge_starts_without_the_device_lock(monkeypatch, tmp_path):
+    """`cudal1 bench` measures each task's baselines in a fresh judge: its start-up (seconds
+    of imports) runs while a timed phase holds the device, and its device work waits for the
+    lock. Under the lock, the start-ups of 8 evaluations' baselines kept the timed phases
+    beside them waiting six times as long as they ran (the CUDA-L1 audit on an H100)."""
+    judges: list[Worker] = []
+
+    def spawn(*args, **kwargs):
+        judges.append(real_spawn(*args, **kwargs))
+        return judges[-1]
+
+    real_spawn = baselines.spawn
+    monkeypatch.setattr(baselines, "spawn", spawn)
+    config = EvalConfig(device="cpu", min_pairs=7, lock_dir=tmp_path / "locks")
+    task = SUITE.tasks[0]
+    measured: dict = {}
+    timed_phase = contextlib.ExitStack()
+    timed_phase.enter_context(harness.device_lock(config.lock_path(), timing=True))
+    try:
+        thread = threading.Thread(
+            target=lambda: measured.update(
+                baselines.measure_task(task, ["eager"], config, cache=tmp_path / "cache")
+            )
+        )
+        thread.start()
+        _until(lambda: bool(judges) and judges[0].started, lambda: "the judge never started", 120)
+        time.sleep(0.5)
+        assert thread.is_alive() and not measured  # its device work waits for the lock
+    finally:
+        timed_phase.close()
+    thread.join(120)
+    assert measured["baselines"]["eager"]["samples"] >= 7
 
 
 def _busy_neighbours(cpu: int, count: int) -> list[subprocess.Popen]:

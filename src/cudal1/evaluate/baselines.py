@@ -162,6 +162,10 @@ def measure_task(
             "workdir": str(workdir),
         }
         lock = config.lock_path()
+        # In the CUDA-L1 audit's run on an H100 the judge's start-up, under the shared lock,
+        # kept every timed phase of the 8 evaluations beside it waiting (device_wait 1254 s
+        # against 196 s held in 540 s): the start-up goes first, outside the lock.
+        judge.wait_started(config.run_timeout_s)
         with device_lock(lock, timing=False):
             judge.request({"cmd": "hello", "device": config.device}, config.run_timeout_s)
             prepared = judge.request(prepare, config.run_timeout_s)

@@ -626,6 +626,8 @@ def _evaluate(run: _Run) -> None:
 
     # 4. warm-up and the judge's expected outputs (shared) -------------------------------------
     t0 = time.perf_counter()
+    for w in (run.judge, run.worker):
+        w.wait_started(cfg.run_timeout_s)  # not under the lock: see Worker.wait_started
     with device("prepare"):
         for w in (run.judge, run.worker):
             if not w.warmed:

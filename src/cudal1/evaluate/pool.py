@@ -142,8 +142,7 @@ class WorkerPool:
         4.5 s on the H200; held under the shared lock, two start-ups at a time keep every
         timed phase waiting while the GPU has nothing to do), then its device warm-up under
         the shared lock."""
-        worker.request({"cmd": "ready"}, 300.0)
-        worker.started = True
+        worker.wait_started(300.0)
         with harness.device_lock(self.lock_path, timing=False):
             worker.request({"cmd": "hello", "device": self.device}, 300.0)
         worker.warmed = True

@@ -84,6 +84,13 @@ class Worker:
             except sandbox.SandboxError as e:
                 raise WorkerGone(f"{self.role}: {e}") from None
 
+    def wait_started(self, timeout_s: float) -> None:
+        """Wait out its start-up (Python, the sandbox, torch's import: seconds). Callers do
+        this before taking the device lock, so a start-up never keeps a timed phase waiting."""
+        if not self.started:
+            self.request({"cmd": "ready"}, timeout_s)
+            self.started = True
+
     def send(self, message: dict[str, Any]) -> None:
         """Send a command with a fresh nonce; its answer must echo both (one answer per command:
         a forged or extra answer on the channel shows up as a mismatch)."""
