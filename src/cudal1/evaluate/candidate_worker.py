@@ -19,6 +19,7 @@ import os
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -190,9 +191,8 @@ class CandidateRunner:
 
     def _activity(self) -> dict[str, Any]:
         """Threads and processes the candidate left running, and changed global settings."""
-        threads_now, _ = harness.thread_counts()
         return {
-            "new_python_threads": len(threads_now - self.threads_before),
+            "python_threads_left": len(_ThreadWatch(self.threads_before).alive()),
             "children": harness.child_processes(),
             "numerics_changed": harness.changed_numerics(self.numerics_before),
         }
@@ -209,6 +209,7 @@ class CandidateRunner:
             return _failure("runtime_error", "forward raised", e)
         del warm
         _, native_before = harness.thread_counts()
+        threads = _ThreadWatch(self.threads_before)
         calls = []
         buffers: list[Any] | None = None
         for step in msg["plan"]:
@@ -222,6 +223,7 @@ class CandidateRunner:
             harness.poison_free_memory(self.device, self.output_bytes)
             synchronize(self.device)
             try:
+                threads.calling()
                 with torch.no_grad():
                     out = self.model(*inputs)
                 try:
@@ -239,11 +241,13 @@ class CandidateRunner:
             harness.write_outputs(snapshot, step["stem"])
             calls.append(facts)
             del out, snapshot
+            threads.settled()
         _, native_after = harness.thread_counts()
         return {
             "status": "ok",
             "calls": calls,
             "native_threads_delta": native_after - native_before,
+            "threads_worked": [threads.worked, threads.calls],
             **self._activity(),
         }
 
@@ -348,6 +352,44 @@ class CandidateRunner:
         }
 
 
+class _ThreadWatch:
+    """The Python threads the candidate started and left running, and whether they work in
+    the checked calls. Deferred work (HACKS.md #2: a thread handed the output, or the kernels
+    to launch, that finishes after forward returns, or before it by chance) works call after
+    call; a helper a library leaves parked does not (CUDA-L1's L2_72 was refused for
+    torch.compile's two idle threads while any thread left running was refused), and a
+    monitor that wakes every few seconds (tqdm's) works in one call at most."""
+
+    def __init__(self, before: set[int]) -> None:
+        self.before = before
+        self.at_call: dict[int, int] = {}
+        self.calls = 0
+        self.worked = 0
+        """Calls in which a candidate thread ran, started or ended (from the call's start to
+        the end of the harness's work after it)."""
+
+    def alive(self) -> set[int]:
+        """Native ids of the candidate's live Python threads."""
+        return {
+            t.native_id
+            for t in threading.enumerate()
+            if t.ident not in self.before and t.native_id is not None
+        }
+
+    def calling(self) -> None:
+        """A call of forward starts."""
+        self.at_call = harness.thread_cpu_ns(self.alive())
+
+    def settled(self) -> None:
+        """The harness's work after that call is done (snapshot, synchronisation, checks)."""
+        alive = self.alive()
+        now = harness.thread_cpu_ns(alive)
+        self.calls += 1
+        self.worked += bool(alive - self.at_call.keys()) or any(
+            now.get(tid) != ns for tid, ns in self.at_call.items()
+        )
+
+
 def _is_layout(op: str) -> bool:
     return op in LAYOUT_OPS or op.rstrip("_") in LAYOUT_OPS
 
@@ -369,6 +411,7 @@ class _Trusted:
             "clone_inputs",
             "model_state",
             "thread_counts",
+            "thread_cpu_ns",
             "child_processes",
             "changed_numerics",
             "numerics_state",

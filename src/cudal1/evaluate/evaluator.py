@@ -123,6 +123,8 @@ class _Run:
     compile_slot: Any = None
     cpus: harness.CpuPartition | None = None
     gpu: str | None = None
+    threads_checked: int = 0
+    """Python threads the candidate had left running when its checked calls ended."""
 
     def pin_measuring(self, measuring: bool) -> None:
         """While this evaluation times, its processes' main threads (which launch and time) run
@@ -837,16 +839,39 @@ def _answer_unless(
                 return None
 
 
+def _check_threads(run: _Run, answer: dict[str, Any], step: str) -> None:
+    """Python threads the candidate left running are refused for what they did: working in most
+    checked calls (deferred work), or starting after them. A thread left parked (a library's
+    helper) is only noted."""
+    left = answer.get("python_threads_left", 0)
+    if "threads_worked" in answer:  # the checked calls
+        worked, calls = answer["threads_worked"]
+        run.threads_checked = left
+        if left and worked >= max(2, (calls + 1) // 2):
+            run.flag(
+                f"background_thread:{left} thread(s) left running worked in {worked} of "
+                f"{calls} checked calls",
+                reject=True,
+            )
+        elif left:
+            run.flag(
+                f"idle_threads:{left} thread(s) left running, idle in the checked calls", False
+            )
+    elif left > run.threads_checked:
+        run.flag(
+            f"background_thread:{left - run.threads_checked} thread(s) started in {step}, "
+            "after the checked calls",
+            reject=True,
+        )
+
+
 def _check_answer(run: _Run, answer: dict[str, Any], step: str) -> None:
     """A candidate-process answer: tampering and leftovers first, then its own status."""
     for name in answer.get("tampered", []):
         run.flag(f"patching:{name} replaced at run time", reject=True)
     for child in answer.get("children", []):
         run.flag(f"processes:child process {child} left running", reject=True)
-    if answer.get("new_python_threads"):
-        run.flag(
-            f"background_thread:{answer['new_python_threads']} thread(s) left running", reject=True
-        )
+    _check_threads(run, answer, step)
     for key, before, after in answer.get("numerics_changed", []):
         _setting_changed(run, key, before, after)
     if "error" in answer and "status" not in answer:  # the harness itself raised
