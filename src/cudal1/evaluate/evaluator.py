@@ -456,6 +456,9 @@ def _build_env(
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
         "TMPDIR": str(workdir / "tmp"),
         "XDG_CACHE_HOME": str(workdir / "tmp"),
+        # libraries that cache under ~ (CuPy's ~/.cupy: CUDA-L1's L2_37 failed on the
+        # read-only real home) get a home of their own, kept with the build
+        "HOME": str(build_dir / "home"),
     }
     headers = pch.include_dir(config.pch_root) if config.precompiled_headers else None
     if headers is not None:  # searched before torch's own include directories
