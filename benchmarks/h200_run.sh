@@ -126,6 +126,10 @@ phases = collections.Counter()
 for r in rows:
     phases.update((r.get("result") or {}).get("phase_seconds") or {})
 print("phase seconds summed:", {k: round(phases[k]) for k in ("device", "device_wait", "built_off_device", "total")})
+tools = collections.Counter(
+    t for r in rows for t in ((r.get("result") or {}).get("env") or {}).get("built_off_device_by", [])
+)
+print("tools of off-device builds (rows):", dict(tools.most_common(8)))
 EOF
       tail -n 2 "$WORK/$p/log.txt" ;;
     *) tail -n 40 "$WORK/$p/log.txt" ;;

@@ -317,6 +317,7 @@ def test_a_build_in_forward_lets_the_device_lock_go(tmp_path):
     assert result.status == "ok", result.reasons
     assert seen == {"compiler still running": True}
     assert result.phase_seconds["built_off_device"] > 0
+    assert {"ninja", "cc1plus"} <= set(result.env["built_off_device_by"])  # what the build ran
 
 
 def test_a_pool_worker_starts_without_the_device_lock_and_warms_up_under_it(tmp_path):

@@ -544,6 +544,12 @@ def _evaluate(run: _Run) -> None:
         assert run.worker is not None
         worker = run.worker
         left = {"device": timeout_s, "build": cfg.compile_timeout_s}
+        tools = set(res.env.get("built_off_device_by", []))
+
+        def built() -> bool:
+            tools.update(harness.descendant_names(worker.pid))
+            return not harness.child_processes(worker.pid)
+
         sent = False
         while True:
             t0 = time.monotonic()
@@ -561,17 +567,14 @@ def _evaluate(run: _Run) -> None:
             if answer is not None:
                 return answer
             t0 = time.monotonic()
-            answer = _answer_unless(
-                worker,
-                lambda: not harness.child_processes(worker.pid),
-                left["build"],
-                cfg.compile_timeout_s,
-            )
+            answer = _answer_unless(worker, built, left["build"], cfg.compile_timeout_s)
             spent = time.monotonic() - t0
             left["build"] -= spent
             res.phase_seconds["built_off_device"] = round(
                 res.phase_seconds.get("built_off_device", 0.0) + spent, 4
             )
+            # which tools ran (cicc: a .cu compiled here, after the builder built it or not)
+            res.env["built_off_device_by"] = sorted(tools)
             if answer is not None:
                 return answer
 

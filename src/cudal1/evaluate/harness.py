@@ -424,6 +424,18 @@ def child_processes(pid: int | None = None) -> list[str]:
     ]
 
 
+def descendant_names(pid: int) -> set[str]:
+    """Names of the live processes anywhere under `pid` (which tools a build ran)."""
+    table = sandbox.processes()
+    names = set()
+    for child, (up, state, name) in table.items():
+        while up in table and up != pid:
+            up = table[up][0]
+        if up == pid and state != "Z" and child != pid:
+            names.add(name)
+    return names
+
+
 def _storage_range(t: torch.Tensor) -> tuple[int, int]:
     storage = t.untyped_storage()
     start = storage.data_ptr()
