@@ -130,6 +130,10 @@ tools = collections.Counter(
     t for r in rows for t in ((r.get("result") or {}).get("env") or {}).get("built_off_device_by", [])
 )
 print("tools of off-device builds (rows):", dict(tools.most_common(8)))
+measuring = collections.Counter()
+for r in rows:
+    measuring.update(r.get("measure_seconds") or {})
+print("baseline measurements, seconds summed:", {k: round(v) for k, v in measuring.items()})
 EOF
       tail -n 2 "$WORK/$p/log.txt" ;;
     *) tail -n 40 "$WORK/$p/log.txt" ;;

@@ -20,6 +20,7 @@ import json
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -165,8 +166,11 @@ def measure_task(
         # In the CUDA-L1 audit's run on an H100 the judge's start-up, under the shared lock,
         # kept every timed phase of the 8 evaluations beside it waiting (device_wait 1254 s
         # against 196 s held in 540 s): the start-up goes first, outside the lock.
+        laps = [time.perf_counter()]
         judge.wait_started(config.run_timeout_s)
+        laps.append(time.perf_counter())
         with device_lock(lock, timing=False):
+            laps.append(time.perf_counter())
             judge.request({"cmd": "hello", "device": config.device}, config.run_timeout_s)
             prepared = judge.request(prepare, config.run_timeout_s)
             if "error" in prepared:
@@ -182,7 +186,9 @@ def measure_task(
                 {"cmd": "hygiene", "task": fields, "sizes": config.size_profile},
                 config.run_timeout_s,
             )
+        laps.append(time.perf_counter())
         with device_lock(lock, timing=True):
+            laps.append(time.perf_counter())
             base = judge.request(
                 {"cmd": "baselines", "seeds": seeds, "warmup": 3}, config.run_timeout_s
             )
@@ -191,6 +197,7 @@ def measure_task(
                 ceil.pop("reply", None)
                 ceil.pop("nonce", None)
                 ceil_path.write_text(json.dumps(ceil))
+        laps.append(time.perf_counter())
     finally:
         judge.kill()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -208,7 +215,10 @@ def measure_task(
         "env": prepared.get("env", {}),
     }
     task_path.write_text(json.dumps(record))
-    return record | {"ceilings": json.loads(ceil_path.read_text())}
+    # where a measurement's time goes (not cached: a cached record took none)
+    steps = ("start", "shared_wait", "shared", "timed_wait", "timed")
+    seconds = {s: round(b - a, 3) for s, a, b in zip(steps, laps[:-1], laps[1:], strict=True)}
+    return record | {"ceilings": json.loads(ceil_path.read_text()), "seconds": seconds}
 
 
 def roofline_ms(

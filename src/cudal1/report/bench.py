@@ -359,4 +359,5 @@ def _measurements(task: Task, config: BenchConfig, result: dict[str, Any] | None
         "roofline": roof,
         "hygiene": m.get("hygiene"),
         "ceilings": m["ceilings"],
+        "measure_seconds": m.get("seconds"),
     }
