@@ -163,9 +163,9 @@ def measure_task(
             "workdir": str(workdir),
         }
         lock = config.lock_path()
-        # In the CUDA-L1 audit's run on an H100 the judge's start-up, under the shared lock,
-        # kept every timed phase of the 8 evaluations beside it waiting (device_wait 1254 s
-        # against 196 s held in 540 s): the start-up goes first, outside the lock.
+        # The judge's start-up (Python, torch's import: seconds) goes first, outside the lock:
+        # under the shared lock it kept timed phases waiting (the H100 audit's first 540 s, 8
+        # evaluations at once: 1254 s of waiting for the lock before, 821 s after).
         laps = [time.perf_counter()]
         judge.wait_started(config.run_timeout_s)
         laps.append(time.perf_counter())
