@@ -229,8 +229,8 @@ def run_bench(
     todo = [s for s in solutions if s.key not in skip]
     evaluator = config.evaluator or make_evaluator("local", config.eval, jobs=config.jobs)
     # An entry's baselines are measured beside its evaluation, not after it: both wait for
-    # the device lock most of their time (on the H100 the evaluations of 8 slots filled 4927
-    # of their 8480 s; the baselines measured after them, most of the rest).
+    # the device lock much of their time (on the H100 the evaluations of 8 slots filled 4927
+    # of their 8480 s; the baselines, measured after them in the same slots, the rest).
     measurer = ThreadPoolExecutor(config.jobs)
 
     stopping = threading.Event()
