@@ -247,10 +247,10 @@ def run_bench(
                 result = evaluator.submit(task, sol.code, fresh=fresh).result()
                 row["result"] = result.to_dict()
                 row["techniques"] = tag_techniques(sol.code, result.flags)
-            if measuring is not None:
-                row |= _measurements(measuring.result(), config, row.get("result"))
             if stopping.is_set():
                 return None
+            if measuring is not None:
+                row |= _measurements(measuring.result(), config, row.get("result"))
         except Exception as e:  # one entry's failure is a row, never the end of the run
             row["error"] = f"harness error: {type(e).__name__}: {e}"
         return None if stopping.is_set() else row
