@@ -191,9 +191,10 @@ def test_the_baselines_judge_starts_without_the_device_lock(monkeypatch, tmp_pat
         timed_phase.close()
     thread.join(120)
     assert measured["baselines"]["eager"]["samples"] >= 7
-    # the record says where its time went: here, waiting for the timed phase to let go
+    # the record says where its time went: here, at least the 0.5 s the timed phase went on
+    # holding the lock after the judge had started
     assert set(measured["seconds"]) == {"start", "shared_wait", "shared", "timed_wait", "timed"}
-    assert measured["seconds"]["shared_wait"] > 0
+    assert measured["seconds"]["shared_wait"] >= 0.4
 
 
 def _busy_neighbours(cpu: int, count: int) -> list[subprocess.Popen]:
