@@ -358,7 +358,7 @@ class _ThreadWatch:
     to launch, that finishes after forward returns, or before it by chance) works call after
     call; a helper a library leaves parked does not (CUDA-L1's L2_72 was refused for
     torch.compile's two idle threads while any thread left running was refused), and a
-    monitor that wakes every few seconds (tqdm's) works in one call at most."""
+    monitor that wakes on its own clock (tqdm's, every 10 s) works in a few calls at most."""
 
     def __init__(self, before: set[int]) -> None:
         self.before = before

@@ -547,8 +547,9 @@ def _evaluate(run: _Run) -> None:
         tools = set(res.env.get("built_off_device_by", []))
 
         def built() -> bool:
-            tools.update(harness.descendant_names(worker.pid))
-            return not harness.child_processes(worker.pid)
+            running = harness.descendant_names(worker.pid)  # one read of /proc per poll
+            tools.update(running)
+            return not running
 
         sent = False
         while True:
