@@ -367,6 +367,23 @@ def test_a_spawned_worker_and_all_its_threads_start_on_the_given_cores(tmp_path)
     assert os.sched_getaffinity(0) == set(cores)  # the spawning thread got its own mask back
 
 
+def test_a_candidate_process_starts_with_inductors_compile_pool_off(tmp_path):
+    """A GPU worker imports torch._dynamo before its first evaluation, and Inductor decides its
+    number of compile processes then: set later, the limit came too late, and torch.compile
+    left a pool of compile workers running (CUDA-L1's L2_72, refused for a child process)."""
+    from pathlib import Path
+
+    from cudal1.evaluate.protocol import PRELOAD_ENV, spawn
+
+    worker = spawn("candidate_worker", tmp_path, env={PRELOAD_ENV: "1"})
+    try:
+        worker.request({"cmd": "ready"}, 300)  # the preload (torch._dynamo) is done
+        environ = Path(f"/proc/{worker.proc.pid}/environ").read_bytes().split(b"\0")
+        assert b"TORCHINDUCTOR_COMPILE_THREADS=1" in environ
+    finally:
+        worker.kill()
+
+
 def test_a_machine_that_cannot_sandbox_stops_with_one_line(cli, tmp_path, monkeypatch):
     """Where the kernel refuses user namespaces: one line naming the cause and the way out,
     exit 2, nothing evaluated; --no-sandbox evaluates and flags the result."""

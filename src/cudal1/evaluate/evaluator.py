@@ -452,8 +452,6 @@ def _build_env(
         "TRITON_CACHE_DIR": str(build_dir / "triton"),
         "TORCHINDUCTOR_CACHE_DIR": str(build_dir / "inductor"),
         "CUDA_CACHE_PATH": str(build_dir / "nv_compute_cache"),
-        # torch.compile's parallel compile workers would be child processes left running
-        "TORCHINDUCTOR_COMPILE_THREADS": "1",
         "TMPDIR": str(workdir / "tmp"),
         "XDG_CACHE_HOME": str(workdir / "tmp"),
         # libraries that cache under ~ (CuPy's ~/.cupy: CUDA-L1's L2_37 failed on the

@@ -230,6 +230,11 @@ def spawn(
     proc_env.update(env or {})
     proc_env["PYTHONUNBUFFERED"] = "1"
     proc_env[RESULT_FD_ENV] = str(write_fd)
+    if role == "candidate_worker":
+        # torch.compile's parallel compile workers would be child processes left running.
+        # Set at spawn: inductor reads it once, when a GPU worker's preload imports
+        # torch._dynamo, before any evaluation's own environment arrives.
+        proc_env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     own_cpus = os.sched_getaffinity(0)  # this thread's mask: a fork inherits it
     argv = [sys.executable, "-m", f"cudal1.evaluate.{role}"]
     popen: dict[str, Any] = {
