@@ -115,7 +115,7 @@ def test_build_actor_builds_and_the_evaluation_actor_loads_that_build(ray_sessio
         futures = {
             "cpp": ev.submit(GELU, CPP_GELU),
             "broken": ev.submit(GELU, BROKEN_CPP),
-            "static": ev.submit(GELU, "import ctypes\n" + CPP_GELU),
+            "static": ev.submit(GELU, "import atexit\n" + CPP_GELU),
         }
         results = {name: f.result(timeout=900) for name, f in futures.items()}
         builder_node = ray_session.get(ev.builders[0].ping.remote())

@@ -12,6 +12,7 @@ CUDA = load_cases("honest", "cuda")
 def _check(case):
     result = run_case(case)
     assert result.status == "ok", explain(result)
+    assert case.flag_found(result.flags), explain(result)  # the evidence is still recorded
     if result.speedup is None:  # a busy machine: correct but not measured, never refused
         assert unmeasured(result), explain(result)
     else:

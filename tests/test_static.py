@@ -19,8 +19,6 @@ MODEL = "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return
         ("torch.cuda.Event.elapsed_time = lambda a, b: 0.001\n", "patching"),
         ("from torch.cuda import Event\nEvent.elapsed_time = None\n", "patching"),
         ("setattr(torch, 'allclose', lambda *a, **k: True)\n", "patching"),
-        ("import ctypes\n", "ctypes"),
-        ("class Lazy(torch.Tensor):\n    pass\n", "tensor_subclass"),
         ("import os\nos._exit(0)\n", "exit_call"),
         ("import subprocess\n", "processes"),
         ("import cudal1.evaluate.timing\n", "harness_access"),
@@ -74,6 +72,8 @@ def test_rejecting_flags(snippet, flag):
         ("cache = {}\ndef f(x):\n    return cache.get(x.data_ptr())\n", "caching"),
         ("import numpy as np\n", "numpy"),
         ("g = torch.compile(lambda x: x)\n", "torch_compile"),
+        ("import ctypes\n", "ctypes"),
+        ("class Lazy(torch.Tensor):\n    pass\n", "tensor_subclass"),
     ],
 )
 def test_evidence_flags_do_not_reject_by_themselves(snippet, flag):

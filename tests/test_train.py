@@ -331,7 +331,7 @@ def test_reward_counts_device_seconds_of_new_evaluations_only(tmp_path):
     reward = CudaL1Reward({TASK.id: TASK}, ExemplarDB(tmp_path / "x.db"), evaluator)
     code = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
     answer = [{"role": "assistant", "content": f"```python\n{code}```"}]
-    hack = [{"role": "assistant", "content": f"```python\nimport ctypes\n{code}```"}]
+    hack = [{"role": "assistant", "content": f"```python\nimport atexit\n{code}```"}]
     try:
         for _ in range(2):  # the same rollout twice: the second answer comes from the cache
             asyncio.run(reward([[]], [answer], task_id=[TASK.id], exemplar_ids=["[]"]))

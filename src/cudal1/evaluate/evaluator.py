@@ -968,8 +968,12 @@ def _correctness(
             run.flag(
                 f"mutates_inputs:inputs {facts['inputs_mutated']} changed on call {i}", reject=True
             )
-        if facts["state_mutated"]:
-            run.flag(f"mutates_state:{', '.join(facts['state_mutated'][:3])}", reject=True)
+        params = [n for n in facts["state_mutated"] if n.startswith("parameter ")]
+        buffers = [n for n in facts["state_mutated"] if not n.startswith("parameter ")]
+        if params:
+            run.flag(f"mutates_state:{', '.join(params[:3])} changed by forward", reject=True)
+        if buffers:  # a flag set on the first call, a workspace filled each call
+            run.flag(f"writes_buffers:{', '.join(buffers[:3])} rewritten by forward", False)
         if facts["escaped"]:
             run.flag("escaped_work:output changed after forward returned", reject=True)
     if answer["native_threads_delta"] > 0:

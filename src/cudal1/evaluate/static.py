@@ -12,7 +12,9 @@ A flag is `name` or `name:detail`, the detail naming what the code does and wher
 lists what no honest candidate does; it rejects under every policy. The others are evidence
 that policies, dynamic checks and reports use: global backend flags become measured
 conditions, precision changes are judged by the tolerance, file writes fail by OS permission
-outside the sandbox's writable directories.
+outside the sandbox's writable directories, a tensor subclass returned as the output is refused
+by the plain-type check, and ctypes (CUDA-L1's L2_57 reads a `__constant__` symbol's address
+with it) can do nothing a compiled extension cannot: what it writes is judged like theirs.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ REJECT_ANY = frozenset(
     {
         "introspection",  # frames, gc, inspect, /proc paths: reading the caller's or harness's state
         "patching",  # assigning attributes of torch/time/triton/builtins/harness modules
-        "ctypes",  # raw memory and driver calls behind the interpreter's back
-        "tensor_subclass",  # lazy outputs that compute when inspected
         "l2_persistence",  # pinning data in L2 so the harness's flush misses it
         "exit_call",  # os._exit/sys.exit before checks
         "processes",  # fork/subprocess/system: work outside the measured process
