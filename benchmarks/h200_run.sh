@@ -10,7 +10,8 @@
 #   eval        red-team/honest cases named in $EVAL_ONLY (all CUDA cases if empty; none if
 #               EVAL_CORPORA=0) + repeatability ($EVAL_REPEAT runs of one case per level)
 #   optimize    `cudal1 optimize` with the replay policy on $OPT_TASKS (default L2_1)
-#   audit       `cudal1 bench` of CUDA-L1's H100 release, calibrated tolerance (resumes $AUDIT_DIR)
+#   audit       `cudal1 bench` of CUDA-L1's H100 release, calibrated tolerance (resumes $AUDIT_DIR;
+#               $AUDIT_TASKS: only these task ids, e.g. to check entries a change concerns)
 #   audit-kb    the same with --tolerance kernelbench ($AUDIT_KB_JOBS workers, default $AUDIT_JOBS)
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
 #   curve       one chunk ($CURVE_STEPS, default 25) of the learning curve's $CURVE_ARM (default
@@ -65,7 +66,7 @@ part() {
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/optimize_h200.py --out "$WORK/optimize" --tasks "${OPT_TASKS:-L2_1}" ;;
     audit)
       timeout -s INT -k 20 "$LIMIT" python3 -m cudal1 bench "$CUDA_L1" --solutions "$CUDA_L1" --device cuda \
-        --out "$AUDIT_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ;;
+        --out "$AUDIT_DIR" --resume --jobs "${AUDIT_JOBS:-4}" ${AUDIT_TASKS:+--tasks "$AUDIT_TASKS"} ;;
     audit-kb)
       timeout -s INT -k 20 "$LIMIT" python3 -m cudal1 bench "$CUDA_L1" --solutions "$CUDA_L1" --device cuda \
         --tolerance kernelbench --out "$AUDIT_KB_DIR" --resume --jobs "${AUDIT_KB_JOBS:-${AUDIT_JOBS:-4}}" ;;
