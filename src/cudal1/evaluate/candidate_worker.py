@@ -28,7 +28,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cudal1.evaluate import harness
-from cudal1.evaluate.compare import flatten_outputs
+from cudal1.evaluate.compare import flatten_outputs, foreign_outputs
 from cudal1.evaluate.protocol import result_channel, serve
 from cudal1.evaluate.reference import generate_inputs, prepare
 from cudal1.evaluate.timing import host_batch, l2_flusher, launch_cover, synchronize, time_call
@@ -226,7 +226,7 @@ class CandidateRunner:
                 threads.calling()
                 with torch.no_grad():
                     out = self.model(*inputs)
-                foreign = harness.foreign_outputs(out)
+                foreign = foreign_outputs(out)
                 if foreign:  # never touched: a lazy tensor computes when it is inspected
                     calls.append({"foreign": foreign})
                     break

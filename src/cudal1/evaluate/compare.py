@@ -55,6 +55,17 @@ def flatten_outputs(out: Any) -> tuple[list[torch.Tensor], str]:
     )
 
 
+def foreign_outputs(out: Any) -> list[str]:
+    """Type names of the outputs that are tensors but not plain `torch.Tensor`s, found without
+    calling anything on them: a subclass's hooks run on every torch call it is given, so a lazy
+    one computes when it is inspected (cloned, compared, saved)."""
+    try:
+        tensors, _ = flatten_outputs(out)
+    except OutputStructureError:
+        return []
+    return [type(t).__name__ for t in tensors if type(t) is not torch.Tensor]
+
+
 @dataclass(frozen=True)
 class OutputTolerance:
     """The bar for one output tensor; `max_rel_l2`/`max_mismatches` apply in calibrated mode."""

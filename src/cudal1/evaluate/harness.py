@@ -454,9 +454,9 @@ def output_facts(
     state_before: dict[str, torch.Tensor],
     snapshot: list[torch.Tensor],
 ) -> dict[str, Any]:
-    """What a call returned and did (its outputs plain tensors, see `foreign_outputs`): full
-    storage, no aliasing of inputs or parameters, inputs and parameters unchanged, output not
-    changed after return."""
+    """What a call returned and did (its outputs are plain tensors: `compare.foreign_outputs`):
+    full storage, no aliasing of inputs or parameters, inputs and parameters unchanged, output
+    not changed after return."""
     facts: dict[str, Any] = {"structure_error": None}
     try:
         tensors, structure = flatten_outputs(out)
@@ -509,16 +509,6 @@ def output_facts(
     )
     facts["escaped"] = not all(same_bits(s, t) for s, t in zip(snapshot, tensors, strict=True))
     return facts
-
-
-def foreign_outputs(out: Any) -> list[str]:
-    """Type names of the outputs that are tensors but not plain `torch.Tensor`s, found without
-    calling anything on them (a subclass's hooks run on every torch call it is given)."""
-    try:
-        tensors, _ = flatten_outputs(out)
-    except OutputStructureError:
-        return []
-    return [type(t).__name__ for t in tensors if type(t) is not torch.Tensor]
 
 
 def model_state(model: nn.Module, include_buffers: bool) -> dict[str, torch.Tensor]:

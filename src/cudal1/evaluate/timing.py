@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from cudal1.evaluate.compare import flatten_outputs
+from cudal1.evaluate.compare import flatten_outputs, foreign_outputs
 
 CPU_FLUSH_BYTES = 64 << 20
 CPU_SETTLE_S = 0.002
@@ -105,14 +105,8 @@ class TimedCall:
     """The output as it was when the call returned (what the judge sees if it is checked)."""
     escaped: bool
     """The output changed between the end of the timed region and a device-wide synchronise,
-    or was a tensor subclass (its work deferred until inspected)."""
-
-
-def _lazy(out: Any) -> bool:
-    """An output that is not a plain tensor: a subclass computes when it is inspected, which is
-    after the end event, so its work escapes the timer (never touched here: its hooks would
-    run). Correctness refuses one; this finds one that only timed calls return."""
-    return any(type(t) is not torch.Tensor for t in flatten_outputs(out)[0])
+    or was a tensor subclass (its work deferred until inspected: correctness refuses one, this
+    finds one that only timed calls return)."""
 
 
 def time_call(
@@ -128,7 +122,7 @@ def time_call(
         start.record()
         out = fn(*args)
         end.record()
-        if _lazy(out):
+        if foreign_outputs(out):  # a tensor subclass computes when inspected: after `end`
             end.synchronize()
             return TimedCall(start.elapsed_time(end), [], escaped=True)
         snapshot = [t.clone() for t in flatten_outputs(out)[0]]  # queued right after `end`
@@ -141,7 +135,7 @@ def time_call(
     t0 = time.perf_counter()
     out = fn(*args)
     ms = (time.perf_counter() - t0) * 1e3
-    if _lazy(out):
+    if foreign_outputs(out):
         return TimedCall(ms, [], escaped=True)
     snapshot = [t.clone() for t in flatten_outputs(out)[0]]
     time.sleep(CPU_SETTLE_S)  # a background thread still writing the output shows up now
