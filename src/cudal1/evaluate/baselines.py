@@ -30,7 +30,7 @@ import torch
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.harness import device_lock
-from cudal1.evaluate.protocol import spawn
+from cudal1.evaluate.protocol import spawn, worker_env
 from cudal1.tasks import Task
 
 BASELINES = ("eager", "compile", "compile-ro", "cudagraph")
@@ -147,7 +147,7 @@ def measure_task(
         return json.loads(task_path.read_text()) | {"ceilings": json.loads(ceil_path.read_text())}
 
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-baseline-"))
-    judge = spawn("judge", workdir, env={"OMP_NUM_THREADS": "1"} if config.device == "cpu" else {})
+    judge = spawn("judge", workdir, env=worker_env(config.device))
     try:
         fields = dataclasses.asdict(task)
         seed = secrets.randbits(62)

@@ -74,6 +74,7 @@ from cudal1.evaluate.protocol import (
     WorkerGone,
     WorkerTimeout,
     spawn,
+    worker_env,
 )
 from cudal1.evaluate.result import (
     Correctness,
@@ -154,7 +155,7 @@ class FreshWorkers:
         self, device: str, cpus: harness.CpuPartition | None = None, sandboxed: bool = True
     ) -> None:
         self.device = device
-        self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {}
+        self.env = worker_env(device)
         self.cpus = cpus
         self.gpu = None  # whatever this process sees
         self.sandboxed = sandboxed

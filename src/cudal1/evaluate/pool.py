@@ -40,7 +40,7 @@ from cudal1.errors import Cudal1Error
 from cudal1.evaluate import harness, pch
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.evaluator import Prebuilt, evaluate, require_sandbox, start_worker
-from cudal1.evaluate.protocol import PRELOAD_ENV, Worker
+from cudal1.evaluate.protocol import Worker, worker_env
 from cudal1.evaluate.result import EvalResult
 from cudal1.tasks import Task, source_hash
 
@@ -90,7 +90,7 @@ class WorkerPool:
         self.lock_path = lock_path
         self.sandboxed = sandboxed
         self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
-        self.env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else {PRELOAD_ENV: "1"}
+        self.env = worker_env(device)
         if gpu is not None:
             self.env["CUDA_VISIBLE_DEVICES"] = gpu
         self.roles = ("judge", "candidate_worker", *(("builder",) if device == "cuda" else ()))

@@ -34,6 +34,15 @@ RESULT_FD_ENV = "CUDAL1_RESULT_FD"
 PRELOAD_ENV = "CUDAL1_PRELOAD"
 
 
+def worker_env(device: str) -> dict[str, str]:
+    """The environment every worker starts with. On the CPU one thread each (the host is the
+    device there). On a GPU the host-side imports run when the worker starts, before `ready`
+    (`Worker.wait_started`), so outside the device lock: a baseline judge that imported
+    torch._dynamo in its first command did so under the lock (about 5 s on the H200 machine),
+    and every timed phase waiting to start waited for it."""
+    return {"OMP_NUM_THREADS": "1"} if device == "cpu" else {PRELOAD_ENV: "1"}
+
+
 class WorkerGone(Exception):
     """The worker exited or closed its channel before answering."""
 
