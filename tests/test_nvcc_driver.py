@@ -74,6 +74,27 @@ def test_one_architecture_runs_the_front_ends_at_once_and_builds_what_nvcc_build
     assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
 
 
+def test_torchs_dependency_list_takes_the_parallel_path_and_is_nvccs(tmp_path):
+    """torch's build.ninja asks nvcc for `-MD -MF FILE` on every `.cu`; nvcc then orders its
+    steps otherwise and writes the list in a step of its own. The driver ran all such builds
+    through nvcc unchanged (the honest CUDA candidates built no faster as the evaluator builds
+    them); now it writes the list itself, nvcc's byte for byte."""
+    (tmp_path / "kernel.cu").write_text('#include "scale.h"\n' + KERNEL)
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    steps = _plan(tmp_path, [*ONE_ARCH, "-MD", "-MF", "x.o.d"])
+    assert steps is not None and steps.depfile == "x.o.d"
+    assert "cudafe++" in steps.host[1] and "cicc" in steps.device[1]
+    for name, driver in (("nvcc.o", False), ("driver.o", True)):
+        built = _compile(tmp_path, [*ONE_ARCH, "-MD", "-MF", f"{name}.d"], name, driver)
+        assert built.returncode == 0, built.stderr
+    ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "driver.o")}
+    assert len(ids) == 2  # built by the driver, not by nvcc alone
+    assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
+    listed = (tmp_path / "driver.o.d").read_text()
+    assert listed.startswith("driver.o : kernel.cu \\\n") and "scale.h" in listed
+    assert listed == (tmp_path / "nvcc.o.d").read_text().replace("nvcc.o :", "driver.o :", 1)
+
+
 def test_anything_else_is_left_to_nvcc(tmp_path):
     (tmp_path / "kernel.cu").write_text(KERNEL)
     assert _plan(tmp_path, TWO_ARCHS) is None

@@ -31,12 +31,15 @@ from dataclasses import dataclass
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _MODULE_ID = "--module_id_file_name"
 _GEN_MODULE_ID = "--gen_module_id_file"
+_FILTER_DEPENDENCIES = re.compile(r"^-- Filter Dependencies -- > (.+)$")
+_LINE_MARKER = re.compile(r'^# \d+ "(.*)"')
 _NVCC_ITSELF = {
     f"{dash}{name}"
     for dash in ("-", "--")
     for name in ("time", "keep", "keep-dir", "save-temps", "dryrun", "v", "verbose")
-}
-"""Options whose effect is nvcc's own (its timing file, kept intermediates, printed commands)."""
+} | {"-M", "-MM", "-MMD", "-MT", "-MP"}
+"""Options whose effect is nvcc's own (its timing file, kept intermediates, printed commands)
+and dependency lists of any other kind than `-MD -MF FILE` (torch's)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,11 @@ class Plan:
     host: list[str]
     device: list[str]
     final: list[str]
+    depfile: str | None = None
+    """Where `-MD -MF FILE` asked for the make-style dependency list (torch's build.ninja
+    does, for every `.cu`): nvcc writes it in a step of its own, not a command."""
+    device_ii: str = ""
+    """The device preprocessor's output, whose line markers that list is made of."""
 
     def script(self, commands: list[str]) -> str:
         lines = []
@@ -70,18 +78,33 @@ def _tool(command: str) -> str:
 
 def plan(nvcc_dryrun: str, empty_unit: str) -> Plan | None:
     """The parallel plan for nvcc's `--dryrun` output, or None if it is not the one-file,
-    one-architecture shape this driver knows."""
+    one-architecture shape this driver knows. nvcc orders its steps two ways: host
+    preprocessor, cudafe++, device preprocessor, cicc; or, asked for dependencies (`-MD`),
+    both preprocessors first, then the dependency step, then cudafe++ and cicc."""
     lines = [ln[3:] for ln in nvcc_dryrun.splitlines() if ln.startswith("#$ ")]
     prelude = [ln.rstrip() for ln in lines if _ASSIGNMENT.match(ln)]
     commands = [ln.strip() for ln in lines if not _ASSIGNMENT.match(ln)]
+    depfiles = [m.group(1) for c in commands if (m := _FILTER_DEPENDENCIES.match(c))]
+    commands = [c for c in commands if not _FILTER_DEPENDENCIES.match(c)]
     tools = [_tool(c) for c in commands]
-    if len(commands) < 7 or tools[1] != "cudafe++" or tools[3:6] != ["cicc", "ptxas", "fatbinary"]:
+    if len(commands) < 7 or len(depfiles) > 1 or tools[3:6] != ["cicc", "ptxas", "fatbinary"]:
         return None
     if any(t in {"cudafe++", "cicc", "ptxas", "fatbinary", "nvlink"} for t in tools[6:]):
         return None  # a second architecture, or a device link
-    if " -E " not in commands[0] or " -E " not in commands[2] or " -c " not in commands[-1]:
+    if tools[1] == "cudafe++":  # host preprocessor, cudafe++, device preprocessor
+        host_pp, cudafe_at, device_pp = commands[0], 1, commands[2]
+    elif tools[2] == "cudafe++" and depfiles:  # both preprocessors, then cudafe++
+        device_pp, host_pp, cudafe_at = commands[0], commands[1], 2
+    else:
         return None
-    cudafe, cicc = shlex.split(commands[1]), shlex.split(commands[3])
+    if " -E " not in host_pp or " -E " not in device_pp or " -c " not in commands[-1]:
+        return None
+    if "-D__CUDA_ARCH__=" not in device_pp or "-D__CUDA_ARCH__=" in host_pp:
+        return None
+    device_args = shlex.split(device_pp)
+    if depfiles and "-o" not in device_args:
+        return None
+    cudafe, cicc = shlex.split(commands[cudafe_at]), shlex.split(commands[3])
     if _GEN_MODULE_ID not in cudafe or _MODULE_ID not in cudafe or _MODULE_ID not in cicc:
         return None
     module_id_file = cudafe[cudafe.index(_MODULE_ID) + 1]
@@ -100,10 +123,30 @@ def plan(nvcc_dryrun: str, empty_unit: str) -> Plan | None:
         prelude=prelude,
         module_id=[shlex.join(first)],
         module_id_file=module_id_file,
-        host=[commands[0], shlex.join(host)],
-        device=commands[2:6],
+        host=[host_pp, shlex.join(host)],
+        device=[device_pp, *commands[3:6]],
         final=[c for c in commands[6:] if _tool(c) != "rm"],  # the private directory goes
+        depfile=depfiles[0].strip().strip('"') if depfiles else None,
+        device_ii=device_args[device_args.index("-o") + 1] if depfiles else "",
     )
+
+
+def write_dependencies(device_ii: str, target: str, depfile: str) -> None:
+    """nvcc's dependency list, as nvcc writes it: `TARGET : SOURCE`, then every file the
+    device preprocessor read, once each in the order it first read them (its line markers),
+    one per line. Byte for byte nvcc's for the honest corpus's torch extensions."""
+    files: list[str] = []
+    seen: set[str] = set()
+    with open(device_ii, errors="surrogateescape") as f:
+        for line in f:
+            found = _LINE_MARKER.match(line) if line.startswith("# ") else None
+            if found and not found.group(1).startswith("<") and found.group(1) not in seen:
+                seen.add(found.group(1))
+                files.append(found.group(1))
+    source, *headers = files
+    lines = [f"{target} : {source}", *(f"    {h}" for h in headers)]
+    with open(depfile, "w", errors="surrogateescape") as f:
+        f.write(" \\\n".join(lines) + "\n")
 
 
 def _run_side_by_side(steps: Plan, chains: list[list[str]]) -> int:
@@ -123,15 +166,25 @@ def main(argv: list[str]) -> int:
         empty = os.path.join(private, "empty.ii")
         open(empty, "w").close()
         steps = plan(dry.stderr, empty) if dry.returncode == 0 else None
-        if steps is None:
+        target = _output(args)
+        if steps is None or (steps.depfile is not None and target is None):
             return subprocess.run([real, *args]).returncode
         code = _run_side_by_side(steps, [steps.module_id])
         if code:
             return code
         _as_for_a_real_unit(steps.module_id_file)
-        return _run_side_by_side(steps, [steps.host, steps.device]) or _run_side_by_side(
-            steps, [steps.final]
-        )
+        code = _run_side_by_side(steps, [steps.host, steps.device])
+        if code:
+            return code
+        if steps.depfile is not None and target is not None:
+            write_dependencies(steps.device_ii, target, steps.depfile)
+        return _run_side_by_side(steps, [steps.final])
+
+
+def _output(args: list[str]) -> str | None:
+    """The object nvcc was asked to write (`-o FILE`), as given: the dependency list's target."""
+    found = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-o", "--output-file")]
+    return found[0] if len(found) == 1 else None
 
 
 def masked(data: bytes) -> bytes:
