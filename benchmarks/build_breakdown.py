@@ -87,14 +87,12 @@ def evaluator_env(out: Path) -> tuple[dict[str, str], float]:
 
 
 def objects(root: Path) -> dict[str, bytes]:
-    """A build tree's objects and libraries, by path, nvcc's varying names blanked."""
+    """A build tree's objects, by path, nvcc's varying names blanked. Not the `.so`: linked
+    from a `.cu` object, its symbol hash tables and build id follow from the module id, which
+    nvcc draws anew for every build."""
     from cudal1.evaluate.nvcc_driver import masked
 
-    return {
-        str(p.relative_to(root)): masked(p.read_bytes())
-        for p in root.rglob("*")
-        if p.suffix in (".o", ".so")
-    }
+    return {str(p.relative_to(root)): masked(p.read_bytes()) for p in root.rglob("*.o")}
 
 
 def build(path: Path, task: str, ext_root: Path, env: dict[str, str]) -> tuple[float, float]:
