@@ -131,10 +131,11 @@ def plan(nvcc_dryrun: str, empty_unit: str) -> Plan | None:
     )
 
 
-def write_dependencies(device_ii: str, target: str, depfile: str) -> None:
+def write_dependencies(device_ii: str, target: str, depfile: str) -> bool:
     """nvcc's dependency list, as nvcc writes it: `TARGET : SOURCE`, then every file the
     device preprocessor read, once each in the order it first read them (its line markers),
-    one per line. Byte for byte nvcc's for the honest corpus's torch extensions."""
+    one per line. Byte for byte nvcc's for the honest corpus's torch extensions. False where
+    the preprocessor left no line markers to read."""
     files: list[str] = []
     seen: set[str] = set()
     with open(device_ii, errors="surrogateescape") as f:
@@ -143,10 +144,13 @@ def write_dependencies(device_ii: str, target: str, depfile: str) -> None:
             if found and not found.group(1).startswith("<") and found.group(1) not in seen:
                 seen.add(found.group(1))
                 files.append(found.group(1))
+    if not files:
+        return False
     source, *headers = files
     lines = [f"{target} : {source}", *(f"    {h}" for h in headers)]
     with open(depfile, "w", errors="surrogateescape") as f:
         f.write(" \\\n".join(lines) + "\n")
+    return True
 
 
 def _run_side_by_side(steps: Plan, chains: list[list[str]]) -> int:
@@ -176,8 +180,13 @@ def main(argv: list[str]) -> int:
         code = _run_side_by_side(steps, [steps.host, steps.device])
         if code:
             return code
-        if steps.depfile is not None and target is not None:
-            write_dependencies(steps.device_ii, target, steps.depfile)
+        listed = (
+            steps.depfile is None
+            or target is None
+            or write_dependencies(steps.device_ii, target, steps.depfile)
+        )
+        if not listed:
+            return subprocess.run([real, *args]).returncode
         return _run_side_by_side(steps, [steps.final])
 
 
