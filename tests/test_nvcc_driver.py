@@ -95,6 +95,28 @@ def test_torchs_dependency_list_takes_the_parallel_path_and_is_nvccs(tmp_path):
     assert listed == (tmp_path / "nvcc.o.d").read_text().replace("nvcc.o :", "driver.o :", 1)
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-O3", "--use_fast_math"],
+        ["-O3", "--use_fast_math", "--maxrregcount=48"],
+        ["-O3", "-Xptxas", "-v"],
+        ["--use_fast_math", "-prec-div=false"],
+        ["-O3", "-std=c++14"],
+    ],
+    ids=["fast_math", "maxrregcount", "ptxas_verbose", "prec_div", "cxx14"],
+)
+def test_cuda_l1_release_flags_build_what_nvcc_builds(tmp_path, flags):
+    """The `extra_cuda_cflags` CUDA-L1's release passes, with torch's dependency flags."""
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    for name, driver in (("nvcc.o", False), ("driver.o", True)):
+        built = _compile(tmp_path, [*ONE_ARCH, *flags, "-MD", "-MF", f"{name}.d"], name, driver)
+        assert built.returncode == 0, built.stderr
+    ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "driver.o")}
+    assert len(ids) == 2
+    assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
+
+
 def test_anything_else_is_left_to_nvcc(tmp_path):
     (tmp_path / "kernel.cu").write_text(KERNEL)
     assert _plan(tmp_path, TWO_ARCHS) is None

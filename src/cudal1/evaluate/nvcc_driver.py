@@ -40,6 +40,17 @@ _NVCC_ITSELF = {
 } | {"-M", "-MM", "-MMD", "-MT", "-MP"}
 """Options whose effect is nvcc's own (its timing file, kept intermediates, printed commands)
 and dependency lists of any other kind than `-MD -MF FILE` (torch's)."""
+_WITH_VALUE = frozenset(
+    {"-Xptxas", "-Xcompiler", "-Xlinker", "-Xnvlink", "-Xcudafe", "-Xarchive", "-o", "-MF"}
+    | {"--ptxas-options", "--compiler-options", "--linker-options", "-ccbin", "-I", "-D"}
+)
+"""Options whose next argument is their value, never an option of nvcc's (`-Xptxas -v`)."""
+
+
+def _leaves_it_to_nvcc(args: list[str]) -> bool:
+    """Asked for something only nvcc itself does."""
+    values = {i + 1 for i, a in enumerate(args) if a in _WITH_VALUE}
+    return any(a.split("=", 1)[0] in _NVCC_ITSELF for i, a in enumerate(args) if i not in values)
 
 
 @dataclass(frozen=True)
@@ -162,7 +173,7 @@ def _run_side_by_side(steps: Plan, chains: list[list[str]]) -> int:
 
 def main(argv: list[str]) -> int:
     real, args = argv[0], argv[1:]
-    if any(a.split("=", 1)[0] in _NVCC_ITSELF for a in args):
+    if _leaves_it_to_nvcc(args):
         return subprocess.run([real, *args]).returncode
     with tempfile.TemporaryDirectory(prefix="cudal1-nvcc-") as private:
         os.environ["TMPDIR"] = private  # nvcc's intermediate files, this compile's alone
