@@ -475,10 +475,10 @@ PROFILE_WARM_S = 0.05
 
 def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]]:
     """Every GPU activity (kernels, copies, memsets) of one call, on every stream. Calls for
-    PROFILE_WARM_S first. The op-log pass before it can leave the GPU idle for seconds (a
-    torch.compile'd forward traces again under it) or leave one-off work for the next call: the
-    single call profiled right after it showed 1.7x the kernel time of the timed calls for
-    CUDA-L1's L3_17 (torch.compile, cuDNN benchmark), which was refused for escaped work."""
+    PROFILE_WARM_S first: the single call profiled straight after the op-log pass showed 1.7x
+    the kernel time of the timed calls for CUDA-L1's L3_17 (torch.compile, cuDNN benchmark),
+    which was refused for escaped work. Why is not measured; an idle GPU's low clocks, or
+    one-off work that pass left for the next call, would both be gone after these calls."""
     from torch.profiler import ProfilerActivity, profile
 
     calls, start = 0, time.perf_counter()

@@ -717,10 +717,11 @@ def _evaluate(run: _Run) -> None:
             {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
         )
         _check_answer(run, answer, "correctness")
-        for name in (n for facts in answer["calls"] for n in facts.get("foreign", [])):
+        foreign = answer["calls"][-1].get("foreign", []) if answer["calls"] else []
+        for name in foreign:  # the worker stopped at it: there are no outputs to judge
             run.flag(f"tensor_subclass:forward returned a {name}, not a plain torch.Tensor", True)
-        if run.rejections and "foreign" in answer["calls"][-1]:
-            return  # the worker stopped at it: there are no outputs to judge
+        if foreign:
+            return
         verdicts = _judge_answer(
             run.judge.request(
                 {"cmd": "judge", "items": [{"seed": s["seed"], "stem": s["stem"]} for s in plan]},
