@@ -578,25 +578,39 @@ def _evaluate(run: _Run) -> None:
             if answer is not None:
                 return answer
 
-    def timed(step: str, measure: Callable[[], Any]) -> tuple[Any, list[str]]:
-        """`measure()` in an exclusive hold, again (up to `interference_retries` times, after
-        a pause without the lock) while other work disturbs it; the notes of the last try."""
+    def watch() -> interference.Watch:
         assert run.judge is not None and run.worker is not None
+        return interference.Watch(
+            frozenset({run.judge.pid, run.worker.pid}),
+            run.meta.get("env", {}).get("gpu_uuid"),
+            cfg.host_wait_limit,
+        )
+
+    def timed(
+        step: str, measure: Callable[[], Any], then: Callable[[Any], Any] | None = None
+    ) -> tuple[Any, list[str], Any, list[str]]:
+        """`measure()` in an exclusive hold, again (up to `interference_retries` times, after
+        a pause without the lock) while other work disturbs it; the answer and notes of the
+        last try. `then(answer)`, if given, runs in the same hold once a try was undisturbed
+        (its answer, None for nothing to do, and its own notes come last): a second
+        exclusive step without a second wait for the shared steps in flight to drain, while
+        every other evaluation stands still."""
         for attempt in range(cfg.interference_retries + 1):
             if attempt:
                 time.sleep(random.uniform(0.5, 1.5) * attempt)
+            followed, follow_notes = None, []
             with device(step, timing=True):
-                watch = interference.Watch(
-                    frozenset({run.judge.pid, run.worker.pid}),
-                    run.meta.get("env", {}).get("gpu_uuid"),
-                    cfg.host_wait_limit,
-                )
+                measuring = watch()
                 answer = measure()
-                notes = watch.finish()
+                notes = measuring.finish()
+                if then is not None and not notes:
+                    following = watch()
+                    followed = then(answer)
+                    follow_notes = following.finish() if followed is not None else []
             if not notes:
-                return answer, []
+                return answer, [], followed, follow_notes
             res.phase_seconds["interfered"] = res.phase_seconds.get("interfered", 0) + 1
-        return answer, notes
+        return answer, notes, None, []
 
     def time_candidate(seeds: list[int], reference_seeds: list[int], stem: str) -> dict[str, Any]:
         """The candidate paired with the reference, or alone without reference seeds; the
@@ -636,6 +650,8 @@ def _evaluate(run: _Run) -> None:
     t0 = time.perf_counter()
     for w in (run.judge, run.worker):
         w.wait_started(cfg.run_timeout_s)  # not under the lock: see Worker.wait_started
+    # One shared hold a step, never one for all: a timed phase asking for the lock waits for
+    # every shared hold in flight to end, and all other evaluations wait with it.
     with device("prepare"):
         for w in (run.judge, run.worker):
             if not w.warmed:
@@ -644,13 +660,15 @@ def _evaluate(run: _Run) -> None:
             if not w.warmed:
                 w.recv(cfg.run_timeout_s)
                 w.warmed = True
-        trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
-        trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
+    trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
+    trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
+    with device("prepare"):
         meta = _judge_answer(
             run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
             "prepare",
             run.task,
         )
+    with device("prepare"):
         # a first look at the reference's time, to size the timing loop (not a measurement)
         first = time_clean(_pairs(cfg, None))
     run.meta = meta
@@ -716,12 +734,13 @@ def _evaluate(run: _Run) -> None:
         answer = run.worker.request(
             {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
         )
-        _check_answer(run, answer, "correctness")
-        foreign = answer["calls"][-1].get("foreign", []) if answer["calls"] else []
-        for name in foreign:  # the worker stopped at it: there are no outputs to judge
-            run.flag(f"tensor_subclass:forward returned a {name}, not a plain torch.Tensor", True)
-        if foreign:
-            return
+    _check_answer(run, answer, "correctness")
+    foreign = answer["calls"][-1].get("foreign", []) if answer["calls"] else []
+    for name in foreign:  # the worker stopped at it: there are no outputs to judge
+        run.flag(f"tensor_subclass:forward returned a {name}, not a plain torch.Tensor", True)
+    if foreign:
+        return
+    with device("correctness"):
         verdicts = _judge_answer(
             run.judge.request(
                 {"cmd": "judge", "items": [{"seed": s["seed"], "stem": s["stem"]} for s in plan]},
@@ -734,51 +753,50 @@ def _evaluate(run: _Run) -> None:
     if run.rejections:  # refused already: timing it would only spend device time
         return
 
-    # 6. timing (exclusive) --------------------------------------------------------------------
+    # 6. timing and the profile (exclusive) ----------------------------------------------------
     t0 = time.perf_counter()
     pairs = _pairs(cfg, statistics.median(first))
-    timing: Timing | None = None
+
+    def profile() -> dict[str, Any]:
+        """The profiler's trace of one call: kernels on every stream, and the PyTorch ops
+        forward ran (exclusive: kernel durations are compared with event times)."""
+        assert run.worker is not None
+        t1 = time.perf_counter()
+        answer = run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
+        res.phase_seconds["profile"] = round(time.perf_counter() - t1, 4)
+        return answer
+
     remeasured = 0
     while True:
         candidate_seeds = [draw() for _ in range(pairs)]
         alone_seeds = [draw() for _ in range(pairs)]
 
-        def measure(seeds: list[int] = candidate_seeds, alone_seeds: list[int] = alone_seeds):
+        def measure(
+            seeds: list[int] = candidate_seeds, alone_seeds: list[int] = alone_seeds
+        ) -> tuple[dict[str, Any], list[float], dict[str, Any] | None]:
             # The clean baseline straight after the pairs, in the same hold of the lock: the
             # machine as it was for them, so that only the candidate's process can make the
             # reference beside it slower (HACKS.md #10). Where it did, the candidate is timed
             # back to back as well, the way the clean reference was.
             paired = time_candidate(seeds, [draw() for _ in range(pairs)], "timed_")
+            _check_answer(run, paired, "time")
             clean = time_clean(pairs)
             alone = None
             if _drifted(cfg, paired.get("reference_ms"), clean):
                 alone = time_candidate(alone_seeds, [], "alone_")
+                _check_answer(run, alone, "time")
             return paired, clean, alone
 
-        (paired, clean, alone), disturbed = timed("timing", measure)
-        _check_answer(run, paired, "time")
-        if alone is not None:
-            _check_answer(run, alone, "time")
-        buckets = bucket_speedups(paired["reference_ms"], paired["candidate_ms"], cfg.buckets)
-        timing = Timing(
-            candidate=_stats(paired["candidate_ms"]),
-            reference=_stats(paired["reference_ms"]),
-            reference_clean=_stats(clean),
-            speedup=statistics.median(buckets),
-            speedup_low=min(buckets),
-            speedup_high=max(buckets),
-            bucket_speedups=[round(b, 4) for b in buckets],
-            bucket_spread=spread(buckets),
-            remeasured=remeasured,
-            host_ms_per_call=paired["host_ms_per_call"],
-            stream_ms_per_call=paired.get("stream_ms_per_call"),
-            reference_host_ms_per_call=paired.get("reference_host_ms_per_call"),
-            cover_us=paired.get("cover_us"),
-            candidate_alone=_stats(alone["candidate_ms"]) if alone else None,
+        # The profile follows the last timed call, in its hold: after a profile, a process
+        # may launch more slowly, so it is never timed again.
+        def profile_if_settled(measured: tuple[Any, Any, Any], n: int = remeasured) -> Any:
+            return profile() if _settled(cfg, _timing(cfg, *measured, n), n) else None
+
+        (paired, clean, alone), disturbed, prof, profile_disturbed = timed(
+            "timing", measure, then=profile_if_settled
         )
-        if disturbed:
-            break
-        if timing.bucket_spread <= cfg.max_bucket_spread or remeasured >= cfg.remeasure_limit:
+        timing = _timing(cfg, paired, clean, alone, remeasured)
+        if disturbed or _settled(cfg, timing, remeasured):
             break
         remeasured += 1
     for note in disturbed:  # kept for the record; the checks that compare times are skipped
@@ -787,15 +805,9 @@ def _evaluate(run: _Run) -> None:
         run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
     escaped = paired["escaped_calls"] + (alone["escaped_calls"] if alone else 0)
     _timing_facts(run, escaped, timing, compare_times=not disturbed)
-
-    # provenance: kernels on every stream, and the PyTorch ops forward ran (exclusive: kernel
-    # durations are compared with event times) ---------------------------------------------
-    t1 = time.perf_counter()
-    prof, profile_disturbed = timed(
-        "profile", lambda: run.worker.request({"cmd": "profile", "seed": draw()}, cfg.run_timeout_s)
-    )
+    if prof is None:  # every try disturbed: the profile in a hold of its own
+        prof, profile_disturbed, _, _ = timed("profile", profile)
     _check_answer(run, prof, "profile")
-    run.phase("profile", t1)
 
     # The parent names each checked call's seed and file: the candidate process only says which
     # calls it saved, never what they answer.
@@ -1001,6 +1013,38 @@ def _correctness(
             f"trial {i} ({labels[i]}): {v['reason']} "
             f"[{len(failed)} of {len(verdicts)} trials failed]",
         )
+
+
+def _timing(
+    cfg: EvalConfig,
+    paired: dict[str, Any],
+    clean: list[float],
+    alone: dict[str, Any] | None,
+    remeasured: int,
+) -> Timing:
+    """One measurement's figures: the paired times in buckets, the clean reference beside."""
+    buckets = bucket_speedups(paired["reference_ms"], paired["candidate_ms"], cfg.buckets)
+    return Timing(
+        candidate=_stats(paired["candidate_ms"]),
+        reference=_stats(paired["reference_ms"]),
+        reference_clean=_stats(clean),
+        speedup=statistics.median(buckets),
+        speedup_low=min(buckets),
+        speedup_high=max(buckets),
+        bucket_speedups=[round(b, 4) for b in buckets],
+        bucket_spread=spread(buckets),
+        remeasured=remeasured,
+        host_ms_per_call=paired["host_ms_per_call"],
+        stream_ms_per_call=paired.get("stream_ms_per_call"),
+        reference_host_ms_per_call=paired.get("reference_host_ms_per_call"),
+        cover_us=paired.get("cover_us"),
+        candidate_alone=_stats(alone["candidate_ms"]) if alone else None,
+    )
+
+
+def _settled(cfg: EvalConfig, timing: Timing, remeasured: int) -> bool:
+    """Is this the last measurement: its buckets agree, or the re-measurements are spent?"""
+    return timing.bucket_spread <= cfg.max_bucket_spread or remeasured >= cfg.remeasure_limit
 
 
 def _timing_facts(run: _Run, escaped_calls: int, timing: Timing, compare_times: bool) -> None:
