@@ -805,7 +805,7 @@ def _evaluate(run: _Run) -> None:
         run.flag(f"unstable_timing:bucket spread {timing.bucket_spread:.3f}", reject=False)
     escaped = paired["escaped_calls"] + (alone["escaped_calls"] if alone else 0)
     _timing_facts(run, escaped, timing, compare_times=not disturbed)
-    if prof is None:  # every try disturbed: the profile in a hold of its own
+    if prof is None or profile_disturbed:  # taken again in holds of its own, as timing is
         prof, profile_disturbed, _, _ = timed("profile", profile)
     _check_answer(run, prof, "profile")
 
