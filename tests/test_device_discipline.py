@@ -235,6 +235,39 @@ def test_the_baselines_judge_starts_without_the_device_lock(monkeypatch, tmp_pat
     assert measured["seconds"]["shared_wait"] >= 0.4
 
 
+def test_one_judge_measures_task_after_task_as_fresh_ones_do(monkeypatch, tmp_path):
+    """A run's baselines keep their judges from task to task (each start-up took 12.7 s a task
+    under the H100 audit's load): one process measures three tasks, each record is what a
+    judge of its own measures (FLOPs, bytes, which null answers pass), and a judge that died
+    is replaced, never handed out again."""
+    spawned: list[Worker] = []
+    real_spawn = baselines.spawn
+
+    def spawn(*args, **kwargs):
+        spawned.append(real_spawn(*args, **kwargs))
+        return spawned[-1]
+
+    monkeypatch.setattr(baselines, "spawn", spawn)
+    config = EvalConfig(device="cpu", min_pairs=7, lock_dir=tmp_path / "locks")
+    tasks = SUITE.tasks[:3]
+    with baselines.BaselineJudges(config) as judges:
+        kept = [
+            baselines.measure_task(t, ["eager"], config, tmp_path / "kept", judges) for t in tasks
+        ]
+        assert len(spawned) == 1
+        spawned[0].kill()  # it dies between two tasks
+        again = baselines.measure_task(tasks[0], ["eager"], config, tmp_path / "again", judges)
+        assert len(spawned) == 2 and again["roofline"] == kept[0]["roofline"]
+    own = [baselines.measure_task(t, ["eager"], config, tmp_path / "own") for t in tasks]
+    assert len(spawned) == 5
+    assert [m["roofline"] for m in kept] == [m["roofline"] for m in own]
+    assert [m["hygiene"] for m in kept] == [m["hygiene"] for m in own]
+    assert len({m["roofline"]["bytes"] for m in kept}) == 3  # three different tasks
+    assert all(m["baselines"]["eager"]["samples"] >= 7 for m in kept)
+    assert kept[1]["seconds"]["start"] < 0.1  # the kept judge had started long before
+    assert all(w.proc.poll() is not None for w in spawned)  # none left running
+
+
 def _busy_neighbours(cpu: int, count: int) -> list[subprocess.Popen]:
     code = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass\n"
     return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(count)]

@@ -14,14 +14,16 @@ baselines are measured once per machine.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import secrets
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ import torch
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.harness import device_lock
-from cudal1.evaluate.protocol import spawn, worker_env
+from cudal1.evaluate.protocol import Worker, spawn, worker_env
 from cudal1.tasks import Task
 
 BASELINES = ("eager", "compile", "compile-ro", "cudagraph")
@@ -128,10 +130,67 @@ def device_key(config: EvalConfig) -> dict[str, Any]:
     }
 
 
+class BaselineJudges:
+    """Judges kept for task after task of a run's baselines, one per measurement in flight.
+    A judge runs only the reference (trusted code, never a candidate's, never a candidate's
+    output), so one process can measure many tasks: its start-up (Python, torch,
+    torch._dynamo, then the CUDA context and libraries) is paid once per slot, not once per
+    task, where it took 12.7 s a task in the H100 audit with the box's 16 CPUs busy. A judge
+    that failed a request is ended, never handed out again."""
+
+    def __init__(self, config: EvalConfig) -> None:
+        self.config = config
+        self._home = Path(tempfile.mkdtemp(prefix="cudal1-judges-"))  # their logs
+        self._idle: list[Worker] = []
+        self._guard = threading.Lock()
+        self._closed = False
+
+    @contextlib.contextmanager
+    def take(self) -> Iterator[Worker]:
+        judge = None
+        while judge is None:
+            with self._guard:
+                judge = self._idle.pop() if self._idle else None
+            if judge is None:
+                judge = spawn("judge", self._home, env=worker_env(self.config.device))
+            elif judge.proc.poll() is not None:  # it died waiting for this task
+                judge.kill()
+                judge = None
+        kept = False
+        try:
+            yield judge
+            kept = judge.proc.poll() is None
+        finally:
+            with self._guard:
+                kept = kept and not self._closed
+                if kept:
+                    self._idle.append(judge)
+            if not kept:
+                judge.kill()
+
+    def close(self) -> None:
+        with self._guard:  # a judge still measuring is ended when it is given back
+            idle, self._idle, self._closed = self._idle, [], True
+        for judge in idle:
+            judge.kill()
+        shutil.rmtree(self._home, ignore_errors=True)
+
+    def __enter__(self) -> BaselineJudges:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
 def measure_task(
-    task: Task, kinds: list[str], config: EvalConfig, cache: Path | None = None
+    task: Task,
+    kinds: list[str],
+    config: EvalConfig,
+    cache: Path | None = None,
+    judges: BaselineJudges | None = None,
 ) -> dict[str, Any]:
-    """Baselines, roofline, task hygiene and device ceilings for one task; cached on disk."""
+    """Baselines, roofline, task hygiene and device ceilings for one task; cached on disk.
+    `judges`: a run's long-lived judges (default: one started and ended for this task)."""
     for k in kinds:
         if k not in BASELINES:
             raise Cudal1Error(f"unknown baseline {k!r}: choose from {', '.join(BASELINES)}")
@@ -146,74 +205,90 @@ def measure_task(
     if task_path.is_file() and ceil_path.is_file():
         return json.loads(task_path.read_text()) | {"ceilings": json.loads(ceil_path.read_text())}
 
+    if judges is None:
+        with BaselineJudges(config) as own:
+            return measure_task(task, kinds, config, cache, own)
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-baseline-"))
-    judge = spawn("judge", workdir, env=worker_env(config.device))
-    try:
-        fields = dataclasses.asdict(task)
-        seed = secrets.randbits(62)
-        prepare = {
-            "cmd": "prepare",
-            "task": fields,
-            "sizes": config.size_profile,
-            "device": config.device,
-            "module_mode": config.module_mode,
-            "tolerance": config.tolerance,
-            "init_seed": secrets.randbits(62),
-            "trials": [{"seed": seed, "scale": 1.0}],
-            "workdir": str(workdir),
-        }
-        lock = config.lock_path()
-        seconds = dict.fromkeys(("start", "shared_wait", "shared", "timed_wait", "timed"), 0.0)
+    with judges.take() as judge:
+        try:
+            return _measure(judge, task, kinds, config, workdir, task_path, ceil_path)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
-        def shared(message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-            """One request in a shared hold of its own. A timed phase that asks for the lock
-            waits for the shared holds in flight to end, and every other evaluation waits with
-            it: in the H100 audit one hold for all of these steps took 5.5 s median a task
-            (1246 s over 212 tasks), and the timed phases beside them waited 1356 s (these
-            baselines') and 5138 s (the evaluations') for the lock."""
-            asked = time.perf_counter()
-            with device_lock(lock, timing=False):
-                held = time.perf_counter()
-                answer = judge.request(message, timeout_s)
-            seconds["shared_wait"] += held - asked
-            seconds["shared"] += time.perf_counter() - held
-            return answer
 
-        # The judge's start-up (Python, torch's import: seconds) goes first, outside the lock:
-        # under the shared lock it kept timed phases waiting (the H100 audit's first 540 s, 8
-        # evaluations at once: 1254 s of waiting for the lock before, 821 s after).
-        t0 = time.perf_counter()
-        judge.wait_started(config.run_timeout_s)
-        seconds["start"] = time.perf_counter() - t0
+def _measure(
+    judge: Worker,
+    task: Task,
+    kinds: list[str],
+    config: EvalConfig,
+    workdir: Path,
+    task_path: Path,
+    ceil_path: Path,
+) -> dict[str, Any]:
+    """One task's measurements in `judge`, a started or starting judge process."""
+    fields = dataclasses.asdict(task)
+    seed = secrets.randbits(62)
+    prepare = {
+        "cmd": "prepare",
+        "task": fields,
+        "sizes": config.size_profile,
+        "device": config.device,
+        "module_mode": config.module_mode,
+        "tolerance": config.tolerance,
+        "init_seed": secrets.randbits(62),
+        "trials": [{"seed": seed, "scale": 1.0}],
+        "workdir": str(workdir),
+    }
+    lock = config.lock_path()
+    seconds = dict.fromkeys(("start", "shared_wait", "shared", "timed_wait", "timed"), 0.0)
+
+    def shared(message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One request in a shared hold of its own. A timed phase that asks for the lock
+        waits for the shared holds in flight to end, and every other evaluation waits with
+        it: in the H100 audit one hold for all of these steps took 5.5 s median a task
+        (1246 s over 212 tasks), and the timed phases beside them waited 1356 s (these
+        baselines') and 5138 s (the evaluations') for the lock."""
+        asked = time.perf_counter()
+        with device_lock(lock, timing=False):
+            held = time.perf_counter()
+            answer = judge.request(message, timeout_s)
+        seconds["shared_wait"] += held - asked
+        seconds["shared"] += time.perf_counter() - held
+        return answer
+
+    # The judge's start-up (Python, torch's import: seconds) goes first, outside the lock:
+    # under the shared lock it kept timed phases waiting (the H100 audit's first 540 s, 8
+    # evaluations at once: 1254 s of waiting for the lock before, 821 s after).
+    t0 = time.perf_counter()
+    judge.wait_started(config.run_timeout_s)
+    seconds["start"] = time.perf_counter() - t0
+    if not judge.warmed:  # the CUDA context, once per judge
         shared({"cmd": "hello", "device": config.device}, config.run_timeout_s)
-        prepared = shared(prepare, config.run_timeout_s)
-        if "error" in prepared:
-            raise Cudal1Error(f"{task.origin}: the reference failed: {prepared['error']}")
-        seeds = [secrets.randbits(62) for _ in range(config.min_pairs)]
-        # torch.compile runs here, beside other work: only the timing below is exclusive
-        shared(
-            {"cmd": "build_baselines", "kinds": kinds, "seed": seeds[0]}, config.compile_timeout_s
+        judge.warmed = True
+    prepared = shared(prepare, config.run_timeout_s)
+    if "error" in prepared:
+        raise Cudal1Error(f"{task.origin}: the reference failed: {prepared['error']}")
+    seeds = [secrets.randbits(62) for _ in range(config.min_pairs)]
+    # torch.compile runs here, beside other work: only the timing below is exclusive
+    shared({"cmd": "build_baselines", "kinds": kinds, "seed": seeds[0]}, config.compile_timeout_s)
+    roof = shared({"cmd": "roofline", "seed": seed}, config.run_timeout_s)
+    hygiene = shared(
+        {"cmd": "hygiene", "task": fields, "sizes": config.size_profile},
+        config.run_timeout_s,
+    )
+    t0 = time.perf_counter()
+    with device_lock(lock, timing=True):
+        t1 = time.perf_counter()
+        base = judge.request(
+            {"cmd": "baselines", "seeds": seeds, "warmup": 3}, config.run_timeout_s
         )
-        roof = shared({"cmd": "roofline", "seed": seed}, config.run_timeout_s)
-        hygiene = shared(
-            {"cmd": "hygiene", "task": fields, "sizes": config.size_profile},
-            config.run_timeout_s,
-        )
-        t0 = time.perf_counter()
-        with device_lock(lock, timing=True):
-            t1 = time.perf_counter()
-            base = judge.request(
-                {"cmd": "baselines", "seeds": seeds, "warmup": 3}, config.run_timeout_s
-            )
-            if not ceil_path.is_file():
-                ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
-                ceil.pop("reply", None)
-                ceil.pop("nonce", None)
-                ceil_path.write_text(json.dumps(ceil))
-        seconds["timed_wait"], seconds["timed"] = t1 - t0, time.perf_counter() - t1
-    finally:
-        judge.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not ceil_path.is_file():
+            ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
+            ceil.pop("reply", None)
+            ceil.pop("nonce", None)
+            ceil_path.write_text(json.dumps(ceil))
+    seconds["timed_wait"], seconds["timed"] = t1 - t0, time.perf_counter() - t1
+    shared({"cmd": "forget"}, config.run_timeout_s)  # the judge waits for the next task
     baselines = {}
     for kind, v in base.get("baselines", {}).items():
         if "ms" in v:

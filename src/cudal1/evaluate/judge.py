@@ -9,6 +9,7 @@ Run as `python -m cudal1.evaluate.judge RESULT_FD` by the evaluator.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import torch
@@ -35,6 +36,9 @@ class Judge:
         self.tolerance: list[OutputTolerance] = []
 
     def prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A task's reference, its expected outputs and tolerance. A judge measuring baselines
+        prepares task after task: what the last one left goes first."""
+        self.forget({})
         os.chdir(msg["workdir"])
         self.device = msg["device"]
         self.mode = msg["tolerance"]
@@ -83,6 +87,17 @@ class Judge:
             "env": harness.device_env(self.device),
             "tolerance_fallback": self.fallback,
         }
+
+    def forget(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Drop the task's state (a judge kept for the next task's baselines holds no device
+        memory between tasks)."""
+        self.expected, self.baseline_fns = {}, {}
+        self.model = self.model64 = None
+        if "torch._dynamo" in sys.modules:  # compiled baselines of the last task
+            torch._dynamo.reset()
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        return {}
 
     def _truth(self, inputs: list[Any], y32: list[torch.Tensor]) -> list[torch.Tensor]:
         """The fp64 ground truth. When the reference cannot run in fp64 (a dtype it hard-codes,
@@ -251,6 +266,7 @@ def main() -> None:
         "roofline": judge.roofline,
         "ceilings": judge.ceilings,
         "hygiene": judge.hygiene,
+        "forget": judge.forget,
     }
     serve(
         {

@@ -24,7 +24,7 @@ from typing import Any
 
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
-from cudal1.evaluate.baselines import measure_task, roofline_ms
+from cudal1.evaluate.baselines import BaselineJudges, measure_task, roofline_ms
 from cudal1.evaluate.service import Evaluator, make_evaluator
 from cudal1.report.techniques import tag_techniques
 from cudal1.tasks import Suite, Task
@@ -232,6 +232,7 @@ def run_bench(
     # the device lock much of their time (on the H100 the evaluations of 8 slots filled 4927
     # of their 8480 s; the baselines, measured after them in the same slots, the rest).
     measurer = ThreadPoolExecutor(config.jobs)
+    judges = BaselineJudges(config.eval)
 
     stopping = threading.Event()
 
@@ -242,7 +243,9 @@ def run_bench(
         if task is None and sol.error is None:
             row["error"] = f"task {sol.task_id} is not in suite {suite.name}"
         try:
-            measuring = measurer.submit(_measure, task, config) if task is not None else None
+            measuring = (
+                measurer.submit(_measure, task, config, judges) if task is not None else None
+            )
             if row["error"] is None and task is not None and sol.code is not None:
                 result = evaluator.submit(task, sol.code, fresh=fresh).result()
                 row["result"] = result.to_dict()
@@ -288,6 +291,7 @@ def run_bench(
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
         measurer.shutdown(wait=False, cancel_futures=True)
+        judges.close()
         if config.evaluator is None:
             evaluator.close()
             pool.shutdown(wait=True)
@@ -328,11 +332,11 @@ def _row(sol: Solution, task: Task | None) -> dict[str, Any]:
     }
 
 
-def _measure(task: Task, config: BenchConfig) -> dict[str, Any]:
+def _measure(task: Task, config: BenchConfig, judges: BaselineJudges) -> dict[str, Any]:
     """The task's baselines, roofline and ceilings; a failure to measure is recorded, not
     raised."""
     try:
-        return measure_task(task, config.baselines, config.eval)
+        return measure_task(task, config.baselines, config.eval, judges=judges)
     except Cudal1Error as e:
         return {"measure_error": str(e)}
 
