@@ -123,7 +123,6 @@ class _Recorder:
                     )
 
         monkeypatch.setattr(harness, "device_lock", device_lock)
-        monkeypatch.setattr(baselines, "device_lock", device_lock)  # imported by name there
         monkeypatch.setattr(Worker, "send", send)
         monkeypatch.setattr(Worker, "recv", recv)
         yield self
@@ -266,6 +265,29 @@ def test_one_judge_measures_task_after_task_as_fresh_ones_do(monkeypatch, tmp_pa
     assert all(m["baselines"]["eager"]["samples"] >= 7 for m in kept)
     assert kept[1]["seconds"]["start"] < 0.1  # the kept judge had started long before
     assert all(w.proc.poll() is not None for w in spawned)  # none left running
+
+
+def test_the_baselines_judges_run_off_the_cores_kept_for_timing(monkeypatch, tmp_path):
+    """The evaluator times on cores kept for the evaluation that holds the device lock; a
+    baselines' judge (torch's import, the fp64 reference) on those cores made the timed phase
+    beside it wait for a CPU. It starts on the shared cores, times on the kept ones, and is
+    back on the shared ones when it waits for the next task."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    part = harness.CpuPartition(frozenset(cpus[-1:]), frozenset(cpus[:-1]))
+    monkeypatch.setattr(harness, "cpu_partition", lambda *a, **k: part)
+    pinned: list[frozenset[int]] = []
+    real_pin = harness.pin
+    monkeypatch.setattr(
+        harness, "pin", lambda pid, c, **k: (pinned.append(c), real_pin(pid, c, **k))
+    )
+    config = EvalConfig(device="cpu", min_pairs=7, lock_dir=tmp_path / "locks")
+    with baselines.BaselineJudges(config) as judges:
+        baselines.measure_task(SUITE.tasks[0], ["eager"], config, tmp_path / "cache", judges)
+        with judges.take() as judge:
+            assert os.sched_getaffinity(judge.pid) == part.shared
+    assert pinned == [part.measuring, part.shared]
 
 
 def _busy_neighbours(cpu: int, count: int) -> list[subprocess.Popen]:

@@ -30,8 +30,8 @@ from typing import Any
 import torch
 
 from cudal1.errors import Cudal1Error
+from cudal1.evaluate import harness
 from cudal1.evaluate.config import EvalConfig
-from cudal1.evaluate.harness import device_lock
 from cudal1.evaluate.protocol import Worker, spawn, worker_env
 from cudal1.tasks import Task
 
@@ -136,10 +136,13 @@ class BaselineJudges:
     output), so one process can measure many tasks: its start-up (Python, torch,
     torch._dynamo, then the CUDA context and libraries) is paid once per slot, not once per
     task, where it took 12.7 s a task in the H100 audit with the box's 16 CPUs busy. A judge
-    that failed a request is ended, never handed out again."""
+    that failed a request is ended, never handed out again. They run on the host's shared
+    cores, as the evaluator's workers do, and on the kept ones only while they time: a judge
+    starting beside a timed phase on its cores made it wait for a CPU (`host_shared`)."""
 
     def __init__(self, config: EvalConfig) -> None:
         self.config = config
+        self.cpus = harness.cpu_partition(config.measure_cpus)
         self._home = Path(tempfile.mkdtemp(prefix="cudal1-judges-"))  # their logs
         self._idle: list[Worker] = []
         self._guard = threading.Lock()
@@ -152,7 +155,12 @@ class BaselineJudges:
             with self._guard:
                 judge = self._idle.pop() if self._idle else None
             if judge is None:
-                judge = spawn("judge", self._home, env=worker_env(self.config.device))
+                judge = spawn(
+                    "judge",
+                    self._home,
+                    env=worker_env(self.config.device),
+                    cpus=self.cpus.shared if self.cpus else None,
+                )
             elif judge.proc.poll() is not None:  # it died waiting for this task
                 judge.kill()
                 judge = None
@@ -211,13 +219,14 @@ def measure_task(
     workdir = Path(tempfile.mkdtemp(prefix="cudal1-baseline-"))
     with judges.take() as judge:
         try:
-            return _measure(judge, task, kinds, config, workdir, task_path, ceil_path)
+            return _measure(judge, judges.cpus, task, kinds, config, workdir, task_path, ceil_path)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _measure(
     judge: Worker,
+    cpus: harness.CpuPartition | None,
     task: Task,
     kinds: list[str],
     config: EvalConfig,
@@ -249,7 +258,7 @@ def _measure(
         (1246 s over 212 tasks), and the timed phases beside them waited 1356 s (these
         baselines') and 5138 s (the evaluations') for the lock."""
         asked = time.perf_counter()
-        with device_lock(lock, timing=False):
+        with harness.device_lock(lock, timing=False):
             held = time.perf_counter()
             answer = judge.request(message, timeout_s)
         seconds["shared_wait"] += held - asked
@@ -277,16 +286,22 @@ def _measure(
         config.run_timeout_s,
     )
     t0 = time.perf_counter()
-    with device_lock(lock, timing=True):
+    with harness.device_lock(lock, timing=True):
         t1 = time.perf_counter()
-        base = judge.request(
-            {"cmd": "baselines", "seeds": seeds, "warmup": 3}, config.run_timeout_s
-        )
-        if not ceil_path.is_file():
-            ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
-            ceil.pop("reply", None)
-            ceil.pop("nonce", None)
-            ceil_path.write_text(json.dumps(ceil))
+        if cpus is not None:
+            harness.pin(judge.pid, cpus.measuring)
+        try:
+            base = judge.request(
+                {"cmd": "baselines", "seeds": seeds, "warmup": 3}, config.run_timeout_s
+            )
+            if not ceil_path.is_file():
+                ceil = judge.request({"cmd": "ceilings"}, config.run_timeout_s)
+                ceil.pop("reply", None)
+                ceil.pop("nonce", None)
+                ceil_path.write_text(json.dumps(ceil))
+        finally:
+            if cpus is not None:
+                harness.pin(judge.pid, cpus.shared, all_threads=True)
     seconds["timed_wait"], seconds["timed"] = t1 - t0, time.perf_counter() - t1
     shared({"cmd": "forget"}, config.run_timeout_s)  # the judge waits for the next task
     baselines = {}
