@@ -384,6 +384,31 @@ def test_a_candidate_process_starts_with_inductors_compile_pool_off(tmp_path):
         worker.kill()
 
 
+def test_only_the_gpu_processes_that_need_torch_dynamo_preload_it(tmp_path):
+    """The candidate process (its profiler) and a baselines judge (the flop counter) import
+    torch._dynamo when they start; an evaluation's judge, which needs it for nothing, does not
+    spend the CPU (about 5 s a process on the H100 box, where the CPUs set the audit's pace)."""
+    from pathlib import Path
+
+    from cudal1.evaluate.evaluator import start_worker
+    from cudal1.evaluate.protocol import PRELOAD_ENV, worker_env
+
+    env = worker_env("cuda")
+    judge = start_worker("judge", "cuda", tmp_path, env, None, False)
+    candidate = start_worker("candidate_worker", "cuda", tmp_path, env, None, False)
+    try:
+        environs = [
+            Path(f"/proc/{w.proc.pid}/environ").read_bytes().split(b"\0")
+            for w in (judge, candidate)
+        ]
+    finally:
+        judge.kill()
+        candidate.kill()
+    preloaded = [any(e.startswith(PRELOAD_ENV.encode() + b"=") for e in ev) for ev in environs]
+    assert preloaded == [False, True]
+    assert PRELOAD_ENV in env  # what a baselines judge starts with
+
+
 def test_a_machine_that_cannot_sandbox_stops_with_one_line(cli, tmp_path, monkeypatch):
     """Where the kernel refuses user namespaces: one line naming the cause and the way out,
     exit 2, nothing evaluated; --no-sandbox evaluates and flags the result."""

@@ -68,6 +68,7 @@ from cudal1.errors import Cudal1Error
 from cudal1.evaluate import artefact, harness, interference, nvcc_driver, pch, sandbox
 from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.protocol import (
+    PRELOAD_ENV,
     ProtocolError,
     SandboxSpec,
     Worker,
@@ -180,6 +181,9 @@ def start_worker(
     builder (the candidate worker's program, sandboxed, with no GPU: it only compiles)."""
     shared = cpus and cpus.shared
     if role == "judge":
+        # It never profiles: torch._dynamo, which the candidate's profiler imports (about 5 s
+        # of a CPU on the H100 box, whose CPUs set the audit's pace), is not preloaded here.
+        env = {k: v for k, v in env.items() if k != PRELOAD_ENV}
         return spawn("judge", log_dir, env, shared)
     if role == "builder":
         env = {**env, "CUDA_VISIBLE_DEVICES": ""}

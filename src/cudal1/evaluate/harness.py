@@ -211,8 +211,10 @@ def releasing(handler: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, A
 
 
 def preload() -> None:
-    """Host-side start-up work of a GPU worker, done when it starts (no device work): the
-    profiler's first session imports torch._dynamo (about 5 s on the H200 machine)."""
+    """Host-side start-up work of a GPU worker that needs torch._dynamo (about 5 s on the
+    H200 machine), done when it starts (no device work), outside the device lock: a candidate
+    process (the profiler's first session imports it) and a baselines judge (the flop
+    counter). An evaluation's judge needs neither, and starts without it."""
     importlib.import_module("torch._dynamo")
 
 
@@ -222,7 +224,6 @@ def warm_device(device: str | None) -> dict[str, Any]:
     loads its engine libraries on first use) and the environment query."""
     if device != "cuda" or not torch.cuda.is_available():
         return {}
-    preload()
     torch.cuda.init()
     x = torch.ones(8, 8, device="cuda")
     x @ x
