@@ -218,3 +218,40 @@ def test_a_disturbed_profile_refuses_nothing():
     run = _run()
     _provenance(run, prof, _timing(1.0, 1.0, 1.0), compare_times=False)
     assert run.rejections == []
+
+
+def test_a_profiled_call_is_set_against_its_own_events():
+    """CUDA-L1's L3_17 (torch.compile, cuDNN benchmark) showed 1.03 ms of kernels in its
+    profiled call against 0.588 ms of events in its timed calls. Kernels inside the profiled
+    call's own events are not an escape: that call was slower, which is noted. Kernels that
+    outlast the call's own events are, whatever the timed calls took."""
+    kernels = _kernels((0.0, 300.0), (310.0, 400.0), (720.0, 310.0))  # 1.01 ms busy
+    run = _run()
+    timing = _timing(0.9, 0.9, 0.588)
+    _provenance(
+        run,
+        {"aten_ops": [], "kernels": kernels, "call_ms": 1.05, "reference_kernels": []},
+        timing,
+        compare_times=True,
+    )
+    assert run.rejections == [] and timing.profiled_call_ms == 1.05
+    (flag,) = [f for f in run.result.flags if f.startswith("profiled_call_slower")]
+    assert "1.0500 ms" in flag and "0.5880 ms" in flag
+    # the same kernels, but the call's events ended after 0.6 ms: work escaped them
+    run = _run()
+    _provenance(
+        run,
+        {"aten_ops": [], "kernels": kernels, "call_ms": 0.6, "reference_kernels": []},
+        _timing(0.9, 0.9, 0.588),
+        compare_times=True,
+    )
+    assert [r.split(":")[0] for r in run.rejections] == ["escaped_work"]
+    # an answer without the call's events is held to the timed calls' events, as before
+    run = _run()
+    _provenance(
+        run,
+        {"aten_ops": [], "kernels": kernels, "reference_kernels": []},
+        _timing(0.9, 0.9, 0.588),
+        compare_times=True,
+    )
+    assert [r.split(":")[0] for r in run.rejections] == ["escaped_work"]

@@ -342,15 +342,17 @@ class CandidateRunner:
             synchronize(self.device)
             kernels: list[dict[str, Any]] = []
             reference_kernels: list[dict[str, Any]] = []
+            call_ms = None
             if self.device == "cuda":
-                kernels = _profile_kernels(self.model, inputs)
-                reference_kernels = _profile_kernels(self.reference, inputs)
+                kernels, call_ms = _profile_kernels(self.model, inputs)
+                reference_kernels, _ = _profile_kernels(self.reference, inputs)
         except BaseException as e:
             return _failure("runtime_error", "forward raised while profiling", e)
         return {
             "status": "ok",
             "aten_ops": sorted(op for op in log.ops if not _is_layout(op)),
             "kernels": kernels,
+            "call_ms": call_ms,
             "reference_kernels": reference_kernels,
             **self._activity(),
         }
@@ -473,12 +475,15 @@ class _Trusted:
 PROFILE_WARM_S = 0.05
 
 
-def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str, Any]]:
-    """Every GPU activity (kernels, copies, memsets) of one call, on every stream. Calls for
-    PROFILE_WARM_S first: the single call profiled straight after the op-log pass showed 1.7x
-    the kernel time of the timed calls for CUDA-L1's L3_17 (torch.compile, cuDNN benchmark),
-    which was refused for escaped work. Why is not measured; an idle GPU's low clocks, or
-    one-off work that pass left for the next call, would both be gone after these calls."""
+def _profile_kernels(
+    model: torch.nn.Module, inputs: list[Any]
+) -> tuple[list[dict[str, Any]], float]:
+    """Every GPU activity (kernels, copies, memsets) of one call, on every stream, and the
+    call's own time by events on the current stream: work outside that call's events escaped
+    them, whatever the timed calls took. (CUDA-L1's L3_17, torch.compile with cuDNN benchmark,
+    showed 1.02-1.03 ms of kernels in its profiled call against 0.587 ms of events in its
+    timed calls, in two runs, and was refused for escaped work.) Calls for PROFILE_WARM_S
+    first, so that the profiled call is not the first after the op-log pass."""
     from torch.profiler import ProfilerActivity, profile
 
     calls, start = 0, time.perf_counter()
@@ -487,10 +492,13 @@ def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str
             model(*inputs)
             torch.cuda.synchronize()
             calls += 1
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        begin.record()
         model(*inputs)
+        end.record()
         torch.cuda.synchronize()
-    return [
+    kernels = [
         {
             "name": ev.name,
             "stream": ev.device_resource_id,
@@ -500,6 +508,7 @@ def _profile_kernels(model: torch.nn.Module, inputs: list[Any]) -> list[dict[str
         for ev in prof.events()
         if ev.device_type == torch.autograd.DeviceType.CUDA
     ]
+    return kernels, begin.elapsed_time(end)
 
 
 def _failure(status: str, what: str, e: BaseException) -> dict[str, Any]:

@@ -66,6 +66,9 @@ class Timing:
     cover_us: dict[str, float] | None = None
     """The GPU-side wait ahead of each paired call, candidate (`cand`) and reference (`ref`)."""
     profiler_kernel_ms: float | None = None
+    profiled_call_ms: float | None = None
+    """The profiled call's own time by events (current stream): its kernels are set against
+    it, as the timed calls' kernels are against theirs."""
     speedup_basis: str = "paired"
     """`paired` (bucket rule), or `clean reference` when the reference beside the candidate
     ran slower than alone and the paired ratio would have been inflated."""
