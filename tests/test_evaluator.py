@@ -386,26 +386,26 @@ def test_a_candidate_process_starts_with_inductors_compile_pool_off(tmp_path):
 
 def test_only_the_gpu_processes_that_need_torch_dynamo_preload_it(tmp_path):
     """The candidate process (its profiler) and a baselines judge (the flop counter) import
-    torch._dynamo when they start; an evaluation's judge, which needs it for nothing, does not
-    spend the CPU (about 5 s a process on the H100 box, where the CPUs set the audit's pace)."""
+    torch._dynamo when they start; an evaluation's judge and its builder, which need it for
+    nothing, do not spend the CPU (about 5 s a process on the H100 box, where the CPUs set
+    the audit's pace)."""
     from pathlib import Path
 
     from cudal1.evaluate.evaluator import start_worker
     from cudal1.evaluate.protocol import PRELOAD_ENV, worker_env
 
     env = worker_env("cuda")
-    judge = start_worker("judge", "cuda", tmp_path, env, None, False)
-    candidate = start_worker("candidate_worker", "cuda", tmp_path, env, None, False)
+    workers = [
+        start_worker(role, "cuda", tmp_path, env, None, False)
+        for role in ("judge", "candidate_worker", "builder")
+    ]
     try:
-        environs = [
-            Path(f"/proc/{w.proc.pid}/environ").read_bytes().split(b"\0")
-            for w in (judge, candidate)
-        ]
+        environs = [Path(f"/proc/{w.proc.pid}/environ").read_bytes().split(b"\0") for w in workers]
     finally:
-        judge.kill()
-        candidate.kill()
+        for w in workers:
+            w.kill()
     preloaded = [any(e.startswith(PRELOAD_ENV.encode() + b"=") for e in ev) for ev in environs]
-    assert preloaded == [False, True]
+    assert preloaded == [False, True, False]
     assert PRELOAD_ENV in env  # what a baselines judge starts with
 
 

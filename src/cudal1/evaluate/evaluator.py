@@ -180,10 +180,12 @@ def start_worker(
     """A judge (trusted, never sandboxed), a candidate worker (sandboxed, with the GPU) or a
     builder (the candidate worker's program, sandboxed, with no GPU: it only compiles)."""
     shared = cpus and cpus.shared
-    if role == "judge":
-        # It never profiles: torch._dynamo, which the candidate's profiler imports (about 5 s
-        # of a CPU on the H100 box, whose CPUs set the audit's pace), is not preloaded here.
+    if role != "candidate_worker":
+        # Only the candidate process profiles: torch._dynamo, which the profiler imports
+        # (about 5 s of a CPU on the H100 box, whose CPUs set the audit's pace), is not
+        # preloaded in the judge or the builder.
         env = {k: v for k, v in env.items() if k != PRELOAD_ENV}
+    if role == "judge":
         return spawn("judge", log_dir, env, shared)
     if role == "builder":
         env = {**env, "CUDA_VISIBLE_DEVICES": ""}
