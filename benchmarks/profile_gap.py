@@ -5,9 +5,10 @@ CUDA-L1's L3_17 (torch.compile of a fire module, cuDNN benchmark on) is refused 
 timed calls' events gave 0.587-0.588 ms (two H100 runs, two commits), though host time per call
 agreed with the events. This script runs the candidate the way the worker does, in a plain
 process on the GPU box (a diagnostic: the release's source runs unsandboxed here), and prints,
-call by call, each in a profiler session of its own as the worker's: the events' time and the
-kernels the profiler saw (their union over streams, count and names), before and after the
-op-log pass (a dispatch mode) the worker runs first.
+call by call, each profiled by the worker's own function (warm-up calls, then one call in a
+profiler session with events around it): the events' time and the kernels the profiler saw
+(their union over streams, count and names), before and after the op-log pass (a dispatch
+mode) the worker runs first; and the timed median before and after profiling.
 
     PYTHONPATH=src python3 benchmarks/profile_gap.py --suite .device_data/cuda-l1-h100.jsonl \
         --task L3_17 --out $OUT/profile_gap.json
@@ -23,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from cudal1.evaluate import harness
-from cudal1.evaluate.candidate_worker import _OpLog
+from cudal1.evaluate.candidate_worker import _OpLog, _profile_kernels
 from cudal1.evaluate.evaluator import _busy_ms
 from cudal1.evaluate.reference import generate_inputs
 from cudal1.evaluate.timing import l2_flusher
@@ -44,21 +44,9 @@ def event_ms(model: Any, inputs: list[Any]) -> float:
 
 
 def profiled_call(model: Any, inputs: list[Any]) -> dict[str, Any]:
-    """One call in a profiler session of its own (as the worker profiles): its events' time
-    and the kernels the profiler saw on every stream."""
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        ms = event_ms(model, inputs)
-        torch.cuda.synchronize()
-    kernels = [
-        {
-            "name": e.name,
-            "stream": e.device_resource_id,
-            "start_us": e.time_range.start,
-            "us": e.time_range.elapsed_us(),
-        }
-        for e in prof.events()
-        if e.device_type == torch.autograd.DeviceType.CUDA
-    ]
+    """One call profiled by the worker's own function (its warm-up calls first): the call's
+    events' time and the kernels the profiler saw on every stream."""
+    kernels, ms = _profile_kernels(model, inputs)
     kernels.sort(key=lambda k: k["start_us"])
     return {
         "events_ms": round(ms, 4),
