@@ -387,8 +387,8 @@ def test_a_candidate_process_starts_with_inductors_compile_pool_off(tmp_path):
 def test_only_the_gpu_processes_that_need_torch_dynamo_preload_it(tmp_path):
     """The candidate process (its profiler) and a baselines judge (the flop counter) import
     torch._dynamo when they start; an evaluation's judge and its builder, which need it for
-    nothing, do not spend the CPU (about 5 s a process on the H100 box, where the CPUs set
-    the audit's pace)."""
+    nothing, do not spend the CPU (the import took about 5 s on the H200 machine; on the H100
+    box the CPUs set the audit's pace)."""
     from pathlib import Path
 
     from cudal1.evaluate.evaluator import start_worker

@@ -182,8 +182,8 @@ def start_worker(
     shared = cpus and cpus.shared
     if role != "candidate_worker":
         # Only the candidate process profiles: torch._dynamo, which the profiler imports
-        # (about 5 s of a CPU on the H100 box, whose CPUs set the audit's pace), is not
-        # preloaded in the judge or the builder.
+        # (about 5 s on the H200 machine), is not preloaded in the judge or the builder, on a
+        # box whose CPUs set the audit's pace.
         env = {k: v for k, v in env.items() if k != PRELOAD_ENV}
     if role == "judge":
         return spawn("judge", log_dir, env, shared)
