@@ -778,8 +778,10 @@ def _evaluate(run: _Run) -> None:
         alone_seeds = [draw() for _ in range(pairs)]
 
         def measure(
-            seeds: list[int] = candidate_seeds, alone_seeds: list[int] = alone_seeds
-        ) -> tuple[dict[str, Any], list[float], dict[str, Any] | None]:
+            seeds: list[int] = candidate_seeds,
+            alone_seeds: list[int] = alone_seeds,
+            n: int = remeasured,
+        ) -> tuple[dict[str, Any], dict[str, Any] | None, Timing]:
             # The clean baseline straight after the pairs, in the same hold of the lock: the
             # machine as it was for them, so that only the candidate's process can make the
             # reference beside it slower (HACKS.md #10). Where it did, the candidate is timed
@@ -791,17 +793,16 @@ def _evaluate(run: _Run) -> None:
             if _drifted(cfg, paired.get("reference_ms"), clean):
                 alone = time_candidate(alone_seeds, [], "alone_")
                 _check_answer(run, alone, "time")
-            return paired, clean, alone
+            return paired, alone, _timing(cfg, paired, clean, alone, n)
 
         # The profile follows the last timed call, in its hold: after a profile, a process
         # may launch more slowly, so it is never timed again.
-        def profile_if_settled(measured: tuple[Any, Any, Any], n: int = remeasured) -> Any:
-            return profile() if _settled(cfg, _timing(cfg, *measured, n), n) else None
+        def profile_if_settled(measured: tuple[Any, Any, Timing], n: int = remeasured) -> Any:
+            return profile() if _settled(cfg, measured[2], n) else None
 
-        (paired, clean, alone), disturbed, prof, profile_disturbed = timed(
+        (paired, alone, timing), disturbed, prof, profile_disturbed = timed(
             "timing", measure, then=profile_if_settled
         )
-        timing = _timing(cfg, paired, clean, alone, remeasured)
         if disturbed or _settled(cfg, timing, remeasured):
             break
         remeasured += 1
