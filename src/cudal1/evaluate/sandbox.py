@@ -8,6 +8,8 @@ mount, pid, network and IPC namespaces before Python loads anything of the candi
   evaluation's exchange directory and the candidate's own build directory (another candidate's
   cached build, site-packages, the evaluator's source and start-up files are out of reach, by
   whatever writer: numpy, torch.save, pathlib, os.open or a C++ fopen);
+- `/tmp` is an empty tmpfs of the process's own: scratch files at fixed paths there work and
+  vanish with it (granted directories under the host's /tmp are bound in);
 - `/dev` holds only null, zero, full, random, urandom and, for a process that measures on a GPU,
   the NVIDIA device files (no disks, no terminals); `/dev/shm` is the host's, read-only;
 - a pid namespace of its own: no view of other processes, so the judge and the evaluator can be
@@ -57,12 +59,17 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 MOUNT_ATTR_RDONLY = 0x1
 AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # the same numbers on every architecture (Linux 5.2)
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (added in Linux 5.12)
+OPEN_TREE_CLONE, MOVE_MOUNT_F_EMPTY_PATH = 0x1, 0x4
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 REFUSED_EXIT = 97
 """The launcher's exit status when the kernel refuses a mechanism (its one line is on stderr)."""
 
+PRIVATE_TMP_SIZE = "1g"
+"""The private /tmp's ceiling (a tmpfs, in memory): scratch files, not builds (those go to the
+build directory)."""
 BASE_DEVICES = ("null", "zero", "full", "random", "urandom")
 GPU_DEVICE_PREFIX = "nvidia"
 
@@ -130,12 +137,51 @@ def _set_readonly(path: str, readonly: bool, recursive: bool) -> None:
     )
 
 
+_host_tmp: int | None = None
+"""The launcher's handle on the host's /tmp, under the private one: granted directories there
+are bound in from it. The launcher keeps it for later grants; the program never has it."""
+
+
 def grant_writable(path: str) -> None:
-    """Make `path` (a directory the launcher's view already shows, read-only) writable."""
-    if not os.path.isdir(path):
+    """Make `path` (a directory of the host's, read-only in the launcher's view) writable.
+    A directory under the host's /tmp, hidden by the private /tmp, is bound in from it."""
+    path = os.path.normpath(path)
+    if _host_tmp is not None and path.startswith("/tmp/"):
+        _bind_from_host_tmp(path.removeprefix("/tmp/"), path)
+    elif os.path.isdir(path):
+        _mount(path, path, None, MS_BIND | MS_REC)
+    else:
         raise SandboxError(f"{path} is not a directory")
-    _mount(path, path, None, MS_BIND | MS_REC)
     _set_readonly(path, readonly=False, recursive=False)
+
+
+def _bind_from_host_tmp(relative: str, target: str) -> None:
+    """Bind the host's /tmp/RELATIVE on TARGET by file descriptor (open_tree, move_mount): the
+    launcher's /proc is the sandbox's once its init mounts one, so no /proc path reaches it."""
+    assert _host_tmp is not None
+    flags = OPEN_TREE_CLONE | os.O_CLOEXEC | AT_RECURSIVE
+    tree = _libc.syscall(SYS_OPEN_TREE, _host_tmp, relative.encode(), ctypes.c_uint(flags))
+    if tree < 0:
+        raise SandboxError(f"open_tree /tmp/{relative}: {os.strerror(ctypes.get_errno())}")
+    try:
+        os.makedirs(target, exist_ok=True)  # the mount point, in the private /tmp
+        moved = _libc.syscall(
+            SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, target.encode(), MOVE_MOUNT_F_EMPTY_PATH
+        )
+        _check(moved, f"move_mount {target}")
+    finally:
+        os.close(tree)
+
+
+def _private_tmp() -> None:
+    """An empty tmpfs of its own on /tmp: code that keeps scratch files at a fixed path under
+    /tmp (CUDA-L1's L3_43 writes its sources to /tmp/cuda_extensions) runs, and nothing it
+    writes there outlives the process or reaches another evaluation or the host."""
+    global _host_tmp
+    if os.path.islink("/tmp") or not os.path.isdir("/tmp"):
+        return
+    _host_tmp = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={PRIVATE_TMP_SIZE}")
 
 
 def _write(path: str, text: str) -> None:
@@ -181,6 +227,7 @@ def _build_view(writable: list[str], gpu: bool) -> None:
     os.symlink("/proc/self/fd/2", "/dev/stderr")
     os.close(host_dev)
     _set_readonly("/dev", readonly=True, recursive=False)
+    _private_tmp()
     for path in writable:
         grant_writable(path)
 
@@ -262,6 +309,8 @@ def main(argv: list[str]) -> int:
     launcher_r, launcher_w = os.pipe()  # the write end stays open as long as this process lives
     child = os.fork()
     if child == 0:
+        if _host_tmp is not None:
+            os.close(_host_tmp)
         os.close(ctl_in)
         os.close(ctl_out)
         os.close(status_r)
