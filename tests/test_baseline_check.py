@@ -223,8 +223,8 @@ def test_a_disturbed_profile_refuses_nothing():
 def test_a_profiled_call_is_set_against_its_own_events():
     """CUDA-L1's L3_17 (torch.compile, cuDNN benchmark) showed 1.03 ms of kernels in its
     profiled call against 0.588 ms of events in its timed calls. Kernels inside the profiled
-    call's own events are not an escape: that call was slower, which is noted. Kernels that
-    outlast the call's own events are, whatever the timed calls took."""
+    call's own events are not an escape: that call was slower, and its time is kept. Kernels
+    that outlast the call's own events are, whatever the timed calls took."""
     kernels = _kernels((0.0, 300.0), (310.0, 400.0), (720.0, 310.0))  # 1.01 ms busy
     run = _run()
     timing = _timing(0.9, 0.9, 0.588)
@@ -234,9 +234,7 @@ def test_a_profiled_call_is_set_against_its_own_events():
         timing,
         compare_times=True,
     )
-    assert run.rejections == [] and timing.profiled_call_ms == 1.05
-    (flag,) = [f for f in run.result.flags if f.startswith("profiled_call_slower")]
-    assert "1.0500 ms" in flag and "0.5880 ms" in flag
+    assert run.rejections == [] and run.result.flags == [] and timing.profiled_call_ms == 1.05
     # the same kernels, but the call's events ended after 0.6 ms: work escaped them
     run = _run()
     _provenance(

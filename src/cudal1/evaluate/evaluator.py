@@ -1187,9 +1187,11 @@ def _provenance(run: _Run, prof: dict[str, Any], timing: Timing, compare_times: 
         run.flag(f"side_stream:kernels on {streams} streams", reject=False)
     # Work escaped the events when the kernels of a call outlast the events of that call. The
     # profiled call is set against its own events where it has them: a call slower under the
-    # profiler than the timed calls (L3_17: 1.03 ms of kernels, 0.588 ms timed) is noted, and
-    # work that escaped the timed calls is caught by the batch's host time and the output
-    # fingerprint, the way it escaped.
+    # profiler than the timed calls (L3_17: 1.03 ms of kernels, 0.588 ms timed) keeps its time
+    # in `profiled_call_ms`, not as a flag: the profiler slows most calls (112 of the 153
+    # correct CUDA-L1 entries on the H100 by over 1.5x and 0.05 ms), so it says nothing of the
+    # candidate. Work that escaped the timed calls is caught by the batch's host time and the
+    # output fingerprint, the way it escaped.
     call_ms = prof.get("call_ms")
     if isinstance(call_ms, (int, float)) and call_ms > 0:
         timing.profiled_call_ms = round(float(call_ms), 5)
@@ -1202,17 +1204,6 @@ def _provenance(run: _Run, prof: dict[str, Any], timing: Timing, compare_times: 
             f"escaped_work:profiler saw {timing.profiler_kernel_ms:.4f} ms of kernels, "
             f"events {events_ms:.4f} ms",
             reject=True,
-        )
-    elif (
-        compare_times
-        and timing.profiled_call_ms
-        and timing.profiled_call_ms
-        > cfg.escape_ratio * timing.candidate.median_ms + cfg.escape_slack_ms
-    ):
-        run.flag(
-            f"profiled_call_slower:{timing.profiled_call_ms:.4f} ms by its events, the timed "
-            f"calls {timing.candidate.median_ms:.4f} ms",
-            reject=False,
         )
     if own_names and own_ms == 0:
         run.flag("decoy_kernel:own kernels compiled but none ran", reject=cfg.policy == "kernel")
