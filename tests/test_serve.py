@@ -454,7 +454,10 @@ def test_training_reward_comes_from_the_service(server, tmp_path, cli, monkeypat
 @pytest.mark.slow
 @pytest.mark.xdist_group("serve_sigterm")  # its own server: may run beside the others
 def test_full_queue_retries_and_sigterm_answer_every_request(tmp_path):
-    server = start_server(tmp_path, "--jobs", "1", "--max-queue", "1")
+    # a ticket lapses 2 s after its Retry-After here (30 s by default)
+    server = start_server(
+        tmp_path, "--jobs", "1", "--max-queue", "1", "--set", "serve.ticket_grace_s=2"
+    )
     try:
         queued = asyncio.run(_full_queue_then_retry(server))
         assert [r.status for r in queued] == ["ok", "ok", "ok"]

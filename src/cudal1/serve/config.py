@@ -25,6 +25,9 @@ class ServeConfig:
     max_queue: int = 64
     """Requests waiting for one of the `jobs` beyond those running; one more gets 503 with
     `Retry-After`. Steps of environment sessions wait instead (sessions are capped)."""
+    ticket_grace_s: float = 30.0
+    """A 503's ticket holds its place in line until its `Retry-After` plus this long; a client
+    that does not come back by then has gone, and its place goes to the next."""
     gpus: int | None = None
     """Spread evaluations over the first `gpus` visible CUDA devices (None: the first one)."""
     max_body_bytes: int = 1 << 20
@@ -54,6 +57,8 @@ class ServeConfig:
             raise Cudal1Error(f"port must be 1-65535, not {self.port}")
         if self.jobs < 1 or self.max_queue < 0 or self.env_sessions < 1:
             raise Cudal1Error("need jobs >= 1, max_queue >= 0 and env_sessions >= 1")
+        if self.ticket_grace_s < 0:
+            raise Cudal1Error(f"ticket_grace_s must be >= 0, not {self.ticket_grace_s}")
         if self.max_body_bytes < 1024:
             raise Cudal1Error(f"max_body_bytes must be at least 1024, not {self.max_body_bytes}")
         if self.split not in ("train", "heldout", "all"):

@@ -35,7 +35,7 @@ class Evaluations:
         self.config, self.base = config, eval_config
         self.evaluators: dict[tuple[str, str], Evaluator] = {}
         self.slots = asyncio.Semaphore(config.jobs)
-        self.admission = Admission(config.jobs, config.max_queue)
+        self.admission = Admission(config.jobs, config.max_queue, grace_s=config.ticket_grace_s)
         self._evaluator(eval_config.policy, eval_config.tolerance)
 
     def _evaluator(self, policy: str, tolerance: str) -> Evaluator:
