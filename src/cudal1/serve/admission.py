@@ -31,7 +31,7 @@ class Admission:
         jobs: int,
         max_queue: int,
         *,
-        grace_s: float = 30.0,
+        grace_s: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.jobs, self.max_queue, self.grace_s, self.clock = jobs, max_queue, grace_s, clock
