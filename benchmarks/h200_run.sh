@@ -18,6 +18,10 @@
 #               contrastive; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
 #               from the parts carried in .model (benchmarks/parts.py), arm states carried back in
 #               .state; the arm's state leaves in 15 MiB parts directly under $OUT
+#   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
+#               them: the model's parts and TRL's wheels exceed one call's carry, so a warm
+#               machine collects them over consecutive calls (each call's .model replaces the
+#               last's in the tree, never in the stash)
 #   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time);
 #               $TP_GPUS spreads the pool over that many GPUs, $TP_BACKEND=ray uses Ray actors
 #               (carry Ray's wheel in .whl), e.g. TP_GPUS=4 TP_SEQUENTIAL=0 for the multi-GPU run
@@ -84,10 +88,14 @@ part() {
         --backend "${TP_BACKEND:-local}" ${TP_GPUS:+--gpus "$TP_GPUS"} ;;
     curve)
       wheels
-      [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts .model --to /tmp/smollm2.gguf || return 1
+      [ -d .model ] && mkdir -p /tmp/model-parts && cp .model/* /tmp/model-parts/
+      [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts /tmp/model-parts \
+        --to /tmp/smollm2.gguf || return 1
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
         --arm "${CURVE_ARM:-contrastive}" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
         $([ -d .state ] && echo --unpack .state) --pack "$OUT" ${CURVE_ARGS:-} ;;
+    stash)
+      mkdir -p /tmp/model-parts && cp .model/* /tmp/model-parts/ && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }
