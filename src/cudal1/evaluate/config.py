@@ -54,8 +54,9 @@ class EvalConfig:
     slowed_baseline_ratio: float | None = None
     """Reject when the reference beside the candidate runs this much slower than alone in the
     judge (the low end of one median's interval against the high end of the other's), timed
-    straight after it in the same exclusive hold, and by more than `slowed_baseline_slack_ms`.
-    Default 1.15 on CUDA; 3.0 on the CPU, whose timings a busy host can double."""
+    straight after it in the same exclusive hold, beyond however much slower the candidate ran
+    paired than alone, and by more than `slowed_baseline_slack_ms`. Default 1.15 on CUDA; 3.0
+    on the CPU, whose timings a busy host can double."""
     slowed_baseline_slack_ms: float | None = None
     """...and by at least this much time. Calls of a few microseconds are timed host-bound and
     drift beside a candidate with nothing else on the machine (an honest 4 us Triton GELU's

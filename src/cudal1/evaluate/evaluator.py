@@ -1111,7 +1111,14 @@ def _check_baseline(run: _Run, timing: Timing) -> None:
     than host-bound calls drift with nothing else on the machine, the candidate is refused.
     Measured on the H200, one evaluation at a time: an honest 4 us Triton GELU's reference ran
     slower beside it than alone by more than the 1.15 ratio in 2 of 4 evaluations (launches of
-    two different calls in turn, against one call back to back)."""
+    two different calls in turn, against one call back to back).
+
+    The refusal asks more of the reference than of the candidate: the reference must have
+    slowed beside it by the ratio on top of however much the candidate itself ran slower
+    paired than alone (`_host_pace`). A host that changes pace between the paired loop and the
+    back-to-back ones slows both; a candidate that holds its neighbour back slows only the
+    reference. On an H100 under the audit's load, three honest host-bound level-3 models were
+    refused without it (L3_30: reference 1.53x slower beside it, the candidate 1.91x)."""
     cfg, clean = run.config, timing.reference_clean
     if clean is None:
         return
@@ -1124,15 +1131,27 @@ def _check_baseline(run: _Run, timing: Timing) -> None:
         timing.speedup, timing.speedup_basis = against_clean, "clean reference"
     run.flag(f"baseline_drift:reference {drift:.2f}x slower beside the candidate", reject=False)
     assert cfg.slowed_baseline_ratio is not None and cfg.slowed_baseline_slack_ms is not None
+    pace = _host_pace(timing)
     if (
-        timing.reference.low_ms > cfg.slowed_baseline_ratio * clean.high_ms
-        and timing.reference.median_ms - clean.median_ms > cfg.slowed_baseline_slack_ms
+        timing.reference.low_ms > cfg.slowed_baseline_ratio * pace * clean.high_ms
+        and timing.reference.median_ms - pace * clean.median_ms > cfg.slowed_baseline_slack_ms
     ):
+        paced = f"; the candidate itself {pace:.2f}x slower paired than alone" if pace > 1 else ""
         run.flag(
             f"slowed_baseline:reference {timing.reference.median_ms:.4f} ms beside the candidate, "
-            f"{clean.median_ms:.4f} ms alone",
+            f"{clean.median_ms:.4f} ms alone{paced}",
             reject=True,
         )
+
+
+def _host_pace(timing: Timing) -> float:
+    """How much slower the candidate ran paired than alone, at least 1: the high end of its
+    paired median's interval over the low end of its alone one. Running slower alone would
+    only lower its own speedup, so a pace below 1 never makes the refusal easier."""
+    alone = timing.candidate_alone
+    if alone is None:
+        return 1.0
+    return max(1.0, timing.candidate.high_ms / alone.low_ms)
 
 
 def _provenance(run: _Run, prof: dict[str, Any], timing: Timing, compare_times: bool) -> None:
