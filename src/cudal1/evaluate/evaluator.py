@@ -1117,8 +1117,10 @@ def _check_baseline(run: _Run, timing: Timing) -> None:
     slowed beside it by the ratio on top of however much the candidate itself ran slower
     paired than alone (`_host_pace`). A host that changes pace between the paired loop and the
     back-to-back ones slows both; a candidate that holds its neighbour back slows only the
-    reference. On an H100 under the audit's load, three honest host-bound level-3 models were
-    refused without it (L3_30: reference 1.53x slower beside it, the candidate 1.91x)."""
+    reference. In the two H100 runs of the 2026-12-06 audit, four host-bound level-3 models
+    were refused in one run and not in the other without it (L3_30: reference 1.53x slower
+    beside it, the candidate itself 1.91x). The reward never depended on this: a drifted
+    reference is replaced by the clean one over the candidate timed alone either way."""
     cfg, clean = run.config, timing.reference_clean
     if clean is None:
         return
