@@ -37,6 +37,7 @@ from tests.corpus import load_cases
 
 
 def ninja_vars(build_ninja: Path) -> dict[str, str]:
+    """The top-level variables of torch's `build.ninja` (`nvcc`, `cuda_cflags`, ...)."""
     out = {}
     for line in build_ninja.read_text().splitlines():
         name, sep, value = line.partition(" = ")
@@ -74,7 +75,6 @@ def probe(nvcc: str, cflags: list[str], cu: Path, work: Path, repeats: int) -> d
         i for i, ln in enumerate(lines) if i and ln.startswith("# ") and f'"{main_file}"' in ln
     )
     module_id = (keep / f"{cu.stem}.module_id").read_text().strip()
-    content_hash = module_id.rsplit("_", 1)[-1]
     prefix = work / "prefix" / "prefix.h"
     prefix.parent.mkdir()
     prefix.write_text("\n".join(lines[1:split]) + "\n", errors="surrogateescape")
@@ -102,7 +102,7 @@ def probe(nvcc: str, cflags: list[str], cu: Path, work: Path, repeats: int) -> d
     return {
         "prefix_lines": split - 1,
         "file_lines": len(lines),
-        "module_id_lines_in_prefix": sum(content_hash in ln for ln in lines[1:split]),
+        "module_id_lines_in_prefix": sum(module_id in ln for ln in lines[1:split]),
         # candidates that include the same headers share this digest
         "prefix_sha256_module_id_blanked": hashlib.sha256(
             "\n".join(lines[1:split]).replace(module_id, "").encode("utf-8", "surrogateescape")
