@@ -29,21 +29,30 @@ def _run(device: str = "cuda") -> _Run:
     return _Run(config, TASK, result, analyze("class ModelNew: pass"), Path("."))
 
 
-def _timing(
-    beside_ms: float, clean_ms: float, candidate_ms: float, alone_ms: float | None = None
+def _timing_of(
+    candidate: TimingStats, beside: TimingStats, clean: TimingStats, alone: TimingStats | None
 ) -> Timing:
+    """A measurement as the timing loop reports it, the paired speedup from the medians."""
+    paired = beside.median_ms / candidate.median_ms
     return Timing(
-        candidate=_stats(candidate_ms),
-        reference=_stats(beside_ms),
-        reference_clean=_stats(clean_ms),
-        speedup=beside_ms / candidate_ms,
-        speedup_low=beside_ms / candidate_ms,
-        speedup_high=beside_ms / candidate_ms,
+        candidate=candidate,
+        reference=beside,
+        reference_clean=clean,
+        speedup=paired,
+        speedup_low=paired,
+        speedup_high=paired,
         bucket_speedups=[],
         bucket_spread=0.0,
         remeasured=0,
-        candidate_alone=_stats(alone_ms) if alone_ms else None,
+        candidate_alone=alone,
     )
+
+
+def _timing(
+    beside_ms: float, clean_ms: float, candidate_ms: float, alone_ms: float | None = None
+) -> Timing:
+    alone = _stats(alone_ms) if alone_ms else None
+    return _timing_of(_stats(candidate_ms), _stats(beside_ms), _stats(clean_ms), alone)
 
 
 def _check(
@@ -104,50 +113,45 @@ def test_ratio_and_margin(beside, clean, device, refused):
     assert bool(run.rejections) is refused
 
 
-def _measured(median_ms: float, low_ms: float, high_ms: float, samples: int) -> TimingStats:
-    return TimingStats(samples, median_ms, low_ms, high_ms)
-
-
 # Rows of the 2026-12-06 H100 audit (run-b; L3_32 from run-a), all five refused at 7f9ac24:
-# the candidate paired and alone, the reference beside it and alone in the judge, each as
-# (median, low, high, samples).
+# the candidate paired and alone, the reference beside it and alone in the judge.
 AUDITED = {
     # host-bound level-3 models whose whole process ran slower in the paired loop
     "L3_30": (
-        (22.7645, 22.3176, 23.0516, 28),
-        (11.9111, 11.8294, 11.9607, 28),
-        (21.3967, 20.8749, 21.7957, 28),
-        (13.9768, 12.0168, 15.1118, 28),
+        TimingStats(28, 22.7645, 22.3176, 23.0516),
+        TimingStats(28, 11.9111, 11.8294, 11.9607),
+        TimingStats(28, 21.3967, 20.8749, 21.7957),
+        TimingStats(28, 13.9768, 12.0168, 15.1118),
         False,
     ),
     "L3_39": (
-        (7.3929, 7.3865, 7.3957, 21),
-        (6.775, 6.767, 6.779, 21),
-        (40.1692, 39.5469, 41.3402, 21),
-        (32.3541, 32.22, 33.1382, 21),
+        TimingStats(21, 7.3929, 7.3865, 7.3957),
+        TimingStats(21, 6.775, 6.767, 6.779),
+        TimingStats(21, 40.1692, 39.5469, 41.3402),
+        TimingStats(21, 32.3541, 32.22, 33.1382),
         False,
     ),
     "L3_41": (
-        (20.2033, 20.1812, 20.2139, 21),
-        (18.218, 18.2078, 18.2326, 21),
-        (79.6109, 77.3001, 81.2062, 21),
-        (61.9421, 61.1793, 62.1134, 21),
+        TimingStats(21, 20.2033, 20.1812, 20.2139),
+        TimingStats(21, 18.218, 18.2078, 18.2326),
+        TimingStats(21, 79.6109, 77.3001, 81.2062),
+        TimingStats(21, 61.9421, 61.1793, 62.1134),
         False,
     ),
     # refused in one run, ok in the other; 0.197 ms over the paced clean one, under the margin
     "L3_32": (
-        (0.6514, 0.65, 0.66, 140),
-        (0.647, 0.6468, 0.6475, 140),
-        (1.181, 1.1737, 1.1914, 140),
-        (0.9642, 0.9554, 0.9739, 140),
+        TimingStats(140, 0.6514, 0.65, 0.66),
+        TimingStats(140, 0.647, 0.6468, 0.6475),
+        TimingStats(140, 1.181, 1.1737, 1.1914),
+        TimingStats(140, 0.9642, 0.9554, 0.9739),
         False,
     ),
     # refused in both runs: the reference slowed far more than the candidate did
     "L3_22": (
-        (214.7428, 208.6158, 224.1977, 140),
-        (151.3257, 148.6425, 158.5934, 140),
-        (4.6608, 3.9912, 4.8196, 140),
-        (1.4567, 1.4557, 1.459, 140),
+        TimingStats(140, 214.7428, 208.6158, 224.1977),
+        TimingStats(140, 151.3257, 148.6425, 158.5934),
+        TimingStats(140, 4.6608, 3.9912, 4.8196),
+        TimingStats(140, 1.4567, 1.4557, 1.459),
         True,
     ),
 }
@@ -156,24 +160,15 @@ AUDITED = {
 @pytest.mark.parametrize("entry", sorted(AUDITED))
 def test_a_host_that_slowed_both_is_not_a_slowed_baseline(entry):
     candidate, alone, beside, clean, refused = AUDITED[entry]
-    timing = Timing(
-        candidate=_measured(*candidate),
-        reference=_measured(*beside),
-        reference_clean=_measured(*clean),
-        speedup=beside[0] / candidate[0],
-        speedup_low=beside[0] / candidate[0],
-        speedup_high=beside[0] / candidate[0],
-        bucket_speedups=[],
-        bucket_spread=0.0,
-        remeasured=0,
-        candidate_alone=_measured(*alone),
-    )
+    timing = _timing_of(candidate, beside, clean, alone)
     run = _run()
     _check_baseline(run, timing)
     assert bool(run.rejections) is refused, run.result.flags
     assert any(f.startswith("baseline_drift:") for f in run.result.flags)
     # refused or not, the reward is the clean reference over the candidate timed alone
-    assert timing.speedup == pytest.approx(min(beside[0] / candidate[0], clean[0] / alone[0]))
+    assert timing.speedup == pytest.approx(
+        min(beside.median_ms / candidate.median_ms, clean.median_ms / alone.median_ms)
+    )
 
 
 def test_a_candidate_slower_alone_does_not_make_the_refusal_easier():
