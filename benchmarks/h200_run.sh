@@ -60,6 +60,11 @@ wheels() {
   fi
 }
 
+stash_model() {  # the parts carried in .model this call, beside those of earlier calls
+  [ -d .model ] || return 0
+  mkdir -p /tmp/model-parts && cp .model/* /tmp/model-parts/
+}
+
 part() {
   case $1 in
     eval)
@@ -88,14 +93,14 @@ part() {
         --backend "${TP_BACKEND:-local}" ${TP_GPUS:+--gpus "$TP_GPUS"} ;;
     curve)
       wheels
-      [ -d .model ] && mkdir -p /tmp/model-parts && cp .model/* /tmp/model-parts/
+      stash_model
       [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts /tmp/model-parts \
         --to /tmp/smollm2.gguf || return 1
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
         --arm "${CURVE_ARM:-contrastive}" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
         $([ -d .state ] && echo --unpack .state) --pack "$OUT" ${CURVE_ARGS:-} ;;
     stash)
-      mkdir -p /tmp/model-parts && cp .model/* /tmp/model-parts/ && ls -la /tmp/model-parts ;;
+      stash_model && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }
