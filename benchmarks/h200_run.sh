@@ -14,8 +14,9 @@
 #               $AUDIT_TASKS: only these task ids, e.g. to check entries a change concerns)
 #   audit-kb    the same with --tolerance kernelbench ($AUDIT_KB_JOBS workers, default $AUDIT_JOBS)
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
-#   curve       one chunk ($CURVE_STEPS, default 25) of the learning curve's $CURVE_ARM (default
-#               contrastive; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
+#   curve       one chunk ($CURVE_STEPS, default 25) of the learning curve's arms in $CURVE_ARM
+#               (default contrastive; several run side by side, e.g. "contrastive plain
+#               untrained"; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
 #               from the parts carried in .model (benchmarks/parts.py), arm states carried back in
 #               .state; the arm's state leaves in 15 MiB parts directly under $OUT
 #   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
@@ -96,9 +97,19 @@ part() {
       stash_model
       [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts /tmp/model-parts \
         --to /tmp/smollm2.gguf || return 1
-      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
-        --arm "${CURVE_ARM:-contrastive}" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
-        $([ -d .state ] && echo --unpack .state) --pack "$OUT" ${CURVE_ARGS:-} ;;
+      if [ -d .state ]; then
+        python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack .state || return 1
+      fi
+      for arm in ${CURVE_ARM:-contrastive}; do  # several arms run side by side
+        timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
+          --arm "$arm" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
+          --pack "$OUT" ${CURVE_ARGS:-} >"$WORK/curve/$arm.log" 2>&1 &
+      done
+      wait
+      for arm in ${CURVE_ARM:-contrastive}; do
+        cp /tmp/curve-state/"$arm"/*.jsonl "$WORK/curve/" 2>/dev/null
+        echo "--- $arm"; tail -n 12 "$WORK/curve/$arm.log"
+      done ;;
     stash)
       stash_model && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;

@@ -15,11 +15,12 @@ Arms: `contrastive` (the paper's method: two exemplars with their speedups in ea
 same held-out prompts; `--repeats` evaluations give the run-to-run spread). All use the compact
 prompt, whose answer starts prefilled with the code's first lines (a 135M model does not follow
 the paper's long prompt), and generate without the embedded policy's grammar, so parse rates are
-the model's own. `--temperature` (default 1.0) samples both the rollouts and the held-out
-answers and is recorded in every row. The untrained model's starting point, measured on the CPU
+the model's own. `--temperature` (default 0.7, where the untrained model parses most often)
+samples both the rollouts and the held-out answers and is recorded in every row. The untrained model's starting point, measured on the CPU
 (`benchmarks/results/2026-12-04-cpu/summary.md`): greedy 6 of 12 held-out answers parse and 1
 is correct; sampled, 32 of 48 parse at 0.7 and 18 of 48 at 1.0, none correct. Every failure
-gets the lowest reward, so only groups with a correct rollout teach anything.
+gets the lowest reward, so only groups with a correct rollout teach anything: hence 8 rollouts
+per prompt and LoRA's usual learning rate (1e-4), not full fine-tuning's.
 
 On the H200 (which has transformers 5.17, PEFT and accelerate, but not TRL, datasets or gguf):
 carry the model in parts (`benchmarks/parts.py split --out .model`: each call carries one part
@@ -93,7 +94,8 @@ def steps_done(state: Path, arm: str) -> int:
 def train_chunk(args: argparse.Namespace, arm: str) -> int:
     """`--steps` more GRPO steps of `arm` (resumed from its last checkpoint); the step count."""
     done = steps_done(args.state, arm)
-    target = min(args.total, done + args.steps)
+    next_eval = (done // args.eval_every + 1) * args.eval_every  # chunks end on evaluations
+    target = min(args.total, done + args.steps, next_eval)
     if target <= done:
         return done
     stage = GRPOStageConfig(
@@ -109,6 +111,7 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
         lora_rank=args.lora_rank,
         save_steps=args.steps,
         keep_checkpoints=1,  # what travels back after each call: adapter, optimiser, database
+        time_budget_s=args.budget_s,
     )
     t0 = time.perf_counter()
     summary = run_grpo(
@@ -322,15 +325,21 @@ def main() -> int:
     parser.add_argument("--report", type=Path, help="Write the plot and summary here and stop.")
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    parser.add_argument("--steps", type=int, default=25, help="Steps this call.")
+    parser.add_argument("--steps", type=int, default=25, help="Steps this call, at most.")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        help="Stop training at the first step past this many seconds (and save it there), "
+        "so a device call's limit ends a chunk cleanly; the next call resumes it.",
+    )
     parser.add_argument("--total", type=int, default=150)
     parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--prompts", type=int, default=4, help="Prompts (tasks) per step.")
-    parser.add_argument("--generations", type=int, default=4, help="Rollouts per prompt.")
+    parser.add_argument("--generations", type=int, default=8, help="Rollouts per prompt.")
     parser.add_argument("--max-tokens", type=int, default=320)
-    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--lr", type=float, default=1e-4, help="LoRA's learning rate.")
     parser.add_argument(
-        "--temperature", type=float, default=1.0, help="Rollouts and sampled held-out answers."
+        "--temperature", type=float, default=0.7, help="Rollouts and sampled held-out answers."
     )
     parser.add_argument("--lora-rank", type=int, default=8)
     parser.add_argument("--samples", type=int, default=4, help="Sampled answers per task.")
@@ -359,7 +368,9 @@ def main() -> int:
     if args.report:
         return report(args.state, args.report)
     if args.arm is None:
-        parser.error("give --arm or --report")
+        if args.unpack:
+            return 0  # only unpacked: the arms then run side by side from the state
+        parser.error("give --arm, --report or --unpack")
     (args.state / args.arm).mkdir(parents=True, exist_ok=True)
     if args.run:
         run_arm(args)

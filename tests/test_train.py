@@ -232,6 +232,24 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_time_budget_ends_training_at_a_saved_step(cli, tmp_path):
+    """A run cut to a device call's limit ends cleanly at a step with its checkpoint, though
+    the step is not a multiple of save_steps, so the next call resumes it."""
+    pytest.importorskip("trl")
+    out = tmp_path / "grpo"
+    code, _, err = cli(
+        "train", "grpo", "--backend", "trl", "--model", "tiny-random", "--device", "cpu",
+        "--out", str(out), "--steps", "3", "--set", 'run.tasks=["L1_20"]',
+        "--set", "grpo.num_generations=2", "--set", "grpo.max_completion_length=8",
+        "--set", "grpo.save_steps=50", "--set", "grpo.time_budget_s=0",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads((out / "grpo.json").read_text())["steps"] == 1
+    assert [p.name for p in (out / "checkpoints").glob("checkpoint-*")] == ["checkpoint-1"]
+    assert (out / "checkpoints" / "checkpoint-1" / "exemplars.db").is_file()
+
+
+@pytest.mark.slow
 def test_sft_changes_the_weights(tmp_path):
     pytest.importorskip("trl")
     import torch
@@ -282,6 +300,12 @@ def test_verl_refuses_the_compact_prompt(cli, tmp_path):
     )  # fmt: skip
     assert code != 0 and "is for the trl backend" in err and len(err.strip().splitlines()) == 1
     assert not (out / "verl_command.txt").exists()
+    code, _, err = cli(
+        "train", "grpo", "--backend", "verl", "--out", str(out), "--device", "cpu",
+        "--set", "grpo.time_budget_s=60",
+    )  # fmt: skip
+    assert code != 0 and "time_budget_s is for the trl backend" in err
+    assert len(err.strip().splitlines()) == 1 and not (out / "verl_command.txt").exists()
 
 
 def test_verl_overrides_and_score(tmp_path, monkeypatch):

@@ -138,6 +138,10 @@ class GRPOStageConfig:
     save_steps: int = 50
     keep_checkpoints: int | None = None
     """Keep only the newest this many checkpoints (None: all)."""
+    time_budget_s: float | None = None
+    """Stop at the first step that ends past this many seconds of training and save a
+    checkpoint there (trl backend): a run that must fit a time limit (one device call) ends
+    cleanly, and the next invocation resumes it."""
     use_vllm: bool = False
     lora: bool = False
     lora_rank: int = 16

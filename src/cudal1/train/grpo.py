@@ -166,6 +166,19 @@ def run_grpo(
                 ),
             }
 
+    class Deadline(TrainerCallback):
+        """Ends training at the first step past `stage.time_budget_s`, with a checkpoint
+        there, so a run cut to a time limit resumes where it stopped."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            budget = stage.time_budget_s
+            if budget is not None and time.perf_counter() - self.t0 >= budget:
+                control.should_save = True
+                control.should_training_stop = True
+
     clock = PhaseClock()
     # transformers' tensorboard callback reads its directory from here only; set, not
     # setdefault: a second run in one process would otherwise log into the first run's
@@ -208,7 +221,7 @@ def run_grpo(
         args=args,
         train_dataset=prompts.dataset(),
         processing_class=tokenizer,
-        callbacks=[Snapshots(), clock],
+        callbacks=[Snapshots(), clock, Deadline()],
         peft_config=peft_config,
     )
     clock.wrap_generation(trainer)

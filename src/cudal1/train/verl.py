@@ -244,6 +244,11 @@ def launch_verl(
             f"grpo.prompt_style = {stage.prompt_style!r} is for the trl backend: verl's rollouts "
             "get the paper prompt. Drop the setting or use --backend trl"
         )
+    if stage.time_budget_s is not None:
+        raise Cudal1Error(
+            "grpo.time_budget_s is for the trl backend: verl's trainer runs its own steps. "
+            "Drop the setting or use --backend trl"
+        )
     files = write_inputs(
         run, stage, eval_config, shaping or ShapingConfig(), review or ReviewThresholds()
     )
