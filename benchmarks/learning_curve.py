@@ -23,9 +23,9 @@ gets the lowest reward, so only groups with a correct rollout teach anything: he
 per prompt and LoRA's usual learning rate (1e-4), not full fine-tuning's.
 
 On the H200 (which has transformers 5.17, PEFT and accelerate, but not TRL, datasets or gguf):
-carry the model in parts (`benchmarks/parts.py split --out .model`: each call carries one part
-and its manifest; `join` there) and, in a third call to the machine still
-warm, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04), installed there with
+carry the model in parts (`benchmarks/parts.py split --out .model`: three consecutive calls to a
+machine kept warm carry one part each, the first with the manifest; `join` there) and, in the
+third call, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04), installed with
 `pip install --no-index --no-deps --target /tmp/site .whl/*.whl`:
 
     pip download --no-deps --only-binary=:all: --python-version 3.12 \

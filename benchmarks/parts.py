@@ -1,8 +1,9 @@
 """Move a file larger than a device call allows, in parts. A call carries at most 64 MiB of
-working tree to the H200 (the repository is about 14 MB of it) and brings back at most 8 files
-of 16 MiB each: the embedded model's GGUF file (98 MB) goes there in two 47 MiB parts carried by
-consecutive calls to a machine kept warm, and a learning-curve arm's state (LoRA adapter and
-optimiser, a 32 MB checkpoint) comes back in 15 MiB parts.
+working tree to the H200 (the repository is about 20 MB of it) and brings back at most 8 files
+of 16 MiB each: the embedded model's GGUF file (98 MB) goes there in three parts (38, 38 and 18
+MiB) carried by consecutive calls to a machine kept warm, the last beside TRL's wheels (17 MB),
+and a learning-curve arm's state (LoRA adapter and optimiser, a 32 MB checkpoint) comes back in
+15 MiB parts.
 
 `split` writes NAME.part-0, NAME.part-1, ... and NAME.manifest.json (SHA-256 digests of each
 part and of the whole) into one folder, flat, so each part can be carried or fetched on its own;
@@ -22,8 +23,9 @@ import json
 import sys
 from pathlib import Path
 
-CARRY_PART_MIB = 47
-"""Parts going to the device: one, with the repository, under a call's 64 MiB."""
+CARRY_PART_MIB = 38
+"""Parts going to the device: one, with the repository, under a call's 64 MiB; the last, with
+the wheels too."""
 FETCH_PART_MIB = 15
 """Parts coming back: under the 16 MiB a file that comes back may have."""
 
