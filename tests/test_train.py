@@ -399,3 +399,24 @@ def test_the_embedded_model_becomes_a_model_directory_with_the_same_weights(tmp_
     assert all(torch.equal(got[k], expected[k]) for k in expected)
     again = model_path(RunConfig(out=tmp_path / "run2", model=EMBEDDED, device="cpu"))
     assert again == path  # converted once per machine
+
+
+def test_a_model_directory_published_twice_keeps_the_first(tmp_path):
+    """Runs started side by side convert the embedded model at once (three learning-curve arms
+    on the H200 did): each publishes its own finished copy, the first stays, the later ones go."""
+    from cudal1.train.common import publish_dir
+
+    target = tmp_path / "models" / "smollm2"
+    target.parent.mkdir()
+    copies = []
+    for i in range(2):
+        partial = tmp_path / "models" / f"smollm2.partial-{i}"
+        partial.mkdir()
+        (partial / "config.json").write_text(json.dumps({"copy": i}))
+        copies.append(partial)
+    assert publish_dir(copies[0], target) == target
+    assert publish_dir(copies[1], target) == target
+    assert json.loads((target / "config.json").read_text()) == {"copy": 0}
+    assert sorted(p.name for p in target.parent.iterdir()) == ["smollm2"]
+    with pytest.raises(FileNotFoundError):  # any other failure is not hidden
+        publish_dir(tmp_path / "models" / "gone", tmp_path / "models" / "other")

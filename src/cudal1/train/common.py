@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 from cudal1.errors import Cudal1Error
@@ -81,7 +83,9 @@ def materialize_gguf(path: str | None) -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    partial = target.with_name(target.name + ".partial")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # each process writes its own partial copy: runs started side by side convert at once
+    partial = Path(tempfile.mkdtemp(prefix=target.name + ".partial-", dir=target.parent))
     AutoTokenizer.from_pretrained(directory, gguf_file=gguf).save_pretrained(partial)
     loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf)
     # transformers will not save a model it read from GGUF: the same weights in a plain one
@@ -90,5 +94,17 @@ def materialize_gguf(path: str | None) -> Path:
     plain = AutoModelForCausalLM.from_config(config, dtype=loaded.dtype)
     plain.load_state_dict(loaded.state_dict())
     plain.save_pretrained(partial)
-    partial.rename(target)  # a half-written directory is never taken for a model
+    return publish_dir(partial, target)
+
+
+def publish_dir(partial: Path, target: Path) -> Path:
+    """Move a fully written directory to `target` in one rename, so a half-written one is never
+    taken for a model; when another process published it first, its copy stays and this one
+    goes."""
+    try:
+        partial.rename(target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        shutil.rmtree(partial)
     return target
