@@ -36,8 +36,10 @@ third call, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04)
 State: DIR/ARM/run/ (TRL checkpoints with the LoRA adapter and optimiser state, the exemplar
 database, the reward normaliser; not the base model), DIR/ARM/metrics.jsonl (one line per step:
 shaped reward mean and std, parse, correct and refused fractions, refusals by reason,
-GPU-seconds of evaluation, wall seconds) and DIR/ARM/heldout.jsonl (one line per held-out
-evaluation and decoding mode). An arm's checkpoint is about 32 MB (after two steps on the CPU:
+GPU-seconds of evaluation, the step's wall seconds; taken from the run's step log for the steps
+its checkpoint holds, so a chunk cut short records what it saved) and DIR/ARM/heldout.jsonl (one
+line per held-out evaluation and decoding mode). `--budget-s` ends a chunk at a saved step
+before the call's limit, and the state is packed even when the limit interrupts it. An arm's checkpoint is about 32 MB (after two steps on the CPU:
 optimiser 19 MB, adapter 9.4 MB, tokenizer 3.4 MB; it packed to 5 MB there only because steps
 without a correct rollout leave the adapter and the moments at zero), more than the 16 MiB a
 file may have to come back from the device: `--pack $OUT` ends a call by writing it as a gzipped tar in 15 MiB parts with their
@@ -54,7 +56,6 @@ import statistics
 import sys
 import tarfile
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ from cudal1.policy import Prompt, chat_text, contrastive_prompt, parse_answer
 from cudal1.tasks import load_suite
 from cudal1.train.common import model_path
 from cudal1.train.config import GRPOStageConfig, RunConfig
-from cudal1.train.grpo import last_checkpoint, run_grpo
+from cudal1.train.grpo import last_checkpoint, read_step_log, run_grpo
 from cudal1.train.reward import ShapingConfig
 
 ARMS = ("contrastive", "plain", "untrained")
@@ -113,7 +114,6 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
         keep_checkpoints=1,  # what travels back after each call: adapter, optimiser, database
         time_budget_s=args.budget_s,
     )
-    t0 = time.perf_counter()
     summary = run_grpo(
         run_config(args, arm),
         stage,
@@ -121,14 +121,22 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
         ShapingConfig(),
         ReviewThresholds(),
     )
-    wall = time.perf_counter() - t0
-    steps = summary["rewards"]
-    with (args.state / arm / "metrics.jsonl").open("a") as f:
-        for i, m in enumerate(steps):
-            n = sum(m["statuses"].values())
+    return summary["steps"]
+
+
+def record_steps(args: argparse.Namespace, arm: str) -> None:
+    """Append to the arm's metrics the steps its last checkpoint holds that it lacks, from the
+    run's step log (written as each step ends, so a chunk cut short loses no saved step)."""
+    path = args.state / arm / "metrics.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    recorded = rows[-1]["step"] if rows else 0
+    with path.open("a") as f:
+        for m in read_step_log(args.state / arm / "run", steps_done(args.state, arm)):
+            if m["step"] <= recorded:
+                continue
             row = {
                 "arm": arm,
-                "step": done + i + 1,
+                "step": m["step"],
                 "temperature": args.temperature,
                 "reward_mean": round(m["reward/shaped"], 4),
                 "reward_std": round(m["reward/shaped_std"], 4),
@@ -137,14 +145,13 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
                 "refused": round(m["reward/rejected"], 4),
                 "refused_by_reason": m["refused"],
                 "statuses": m["statuses"],
-                "rollouts": n,
+                "rollouts": sum(m["statuses"].values()),
                 "mean_speedup_correct": round(m["reward/speedup"], 4),
                 "eval_gpu_s": m["time/eval_device_s"],
                 "reward_s": m["time/reward_s"],
-                "wall_s": round(wall / len(steps), 2),  # this call's steps, on average
+                "wall_s": m["wall_s"],
             }
             f.write(json.dumps(row) + "\n")
-    return summary["steps"]
 
 
 def generate(
@@ -372,11 +379,13 @@ def main() -> int:
             return 0  # only unpacked: the arms then run side by side from the state
         parser.error("give --arm, --report or --unpack")
     (args.state / args.arm).mkdir(parents=True, exist_ok=True)
-    if args.run:
-        run_arm(args)
-    if args.pack:
-        written = pack(args.state, args.arm, args.pack)
-        print(f"{args.arm}: state in {len(written)} parts under {args.pack}", flush=True)
+    try:
+        if args.run:
+            run_arm(args)
+    finally:  # a call cut at its limit still brings its saved state back
+        if args.pack:
+            written = pack(args.state, args.arm, args.pack)
+            print(f"{args.arm}: state in {len(written)} parts under {args.pack}", flush=True)
     return 0
 
 
@@ -388,7 +397,10 @@ def run_arm(args: argparse.Namespace) -> None:
             heldout(args, "untrained", 0, repeat)
         return
     before = steps_done(args.state, args.arm)
-    after = train_chunk(args, args.arm)
+    try:
+        after = train_chunk(args, args.arm)
+    finally:  # an interrupted chunk still records the steps its checkpoint saved
+        record_steps(args, args.arm)
     if after // args.eval_every > before // args.eval_every or after == args.total:
         heldout(args, args.arm, after)
     print(f"{args.arm}: steps {before} -> {after}", flush=True)

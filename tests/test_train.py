@@ -212,6 +212,11 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     assert (ckpt / "exemplars.db").is_file() and (ckpt / "reward_shaper.json").is_file()
     assert ExemplarDB(ckpt / "exemplars.db").count() >= 2
     assert any((out / "tensorboard").rglob("events.out.tfevents*"))
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps] == [1, 2] and all(r["statuses"] for r in steps)
+    # a step that ended after the last checkpoint (a run cut short) runs again on resume
+    with (out / "steps.jsonl").open("a") as f:
+        f.write(json.dumps({"step": 3, "lost": True}) + "\n")
     # resumes from checkpoint-2, with the compact prompt (small models): the reward parses the
     # prefill and the continuation together (that the model continues the prefill, rather than
     # answering it afresh, is test_a_prefilled_prompt_reaches_the_model_open's)
@@ -219,6 +224,8 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     assert code == 0, err
     resumed = json.loads((out / "grpo.json").read_text())
     assert resumed["steps"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")
+    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps] == [1, 2, 3] and "lost" not in steps[-1]
     from cudal1.policy import contrastive_prompt
     from cudal1.tasks import load_suite
 

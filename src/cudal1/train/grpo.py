@@ -27,6 +27,17 @@ from cudal1.train.reward import CudaL1Reward, RewardShaper, ShapingConfig
 
 SHAPER_STATE = "reward_shaper.json"
 DB_SNAPSHOT = "exemplars.db"
+STEP_LOG = "steps.jsonl"
+"""One line per finished step in the run directory: the step's reward metrics, statuses and
+refusals by reason, and its wall seconds; written as each step ends, so a run cut short keeps
+them (steps after its last checkpoint are dropped when it resumes, as they run again)."""
+
+
+def read_step_log(run_dir: Path, last_step: int | None = None) -> list[dict[str, Any]]:
+    """The step log's rows, up to `last_step` if given."""
+    path = run_dir / STEP_LOG
+    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []
+    return [r for r in rows if last_step is None or r["step"] <= last_step]
 
 
 def snapshot_db(db_path: Path, dest: Path) -> None:
@@ -82,6 +93,8 @@ def run_grpo(
     shaper = RewardShaper(shaping)
     checkpoints = run.out / "checkpoints"
     resume = last_checkpoint(checkpoints)
+    kept = read_step_log(run.out, int(resume.name.split("-")[-1]) if resume else 0)
+    (run.out / STEP_LOG).write_text("".join(json.dumps(r) + "\n" for r in kept))
     if resume is not None and (resume / SHAPER_STATE).is_file():
         shaper.load_state(json.loads((resume / SHAPER_STATE).read_text()))
     reviewer = Reviewer(make_policy(stage.review_llm)) if stage.review_llm else None
@@ -166,6 +179,21 @@ def run_grpo(
                 ),
             }
 
+    class StepLog(TrainerCallback):
+        """Appends each finished step's reward record to the step log."""
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.t0 = time.perf_counter()
+            self.calls = len(reward.history)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            wall = round(time.perf_counter() - self.t0, 2)
+            with (run.out / STEP_LOG).open("a") as f:
+                for h in reward.history[self.calls :]:  # one reward call a step
+                    row = {"step": state.global_step, "wall_s": wall, **h["metrics"]}
+                    row |= {"statuses": h["statuses"], "refused": h["refused"]}
+                    f.write(json.dumps(row) + "\n")
+
     class Deadline(TrainerCallback):
         """Ends training at the first step past `stage.time_budget_s`, with a checkpoint
         there, so a run cut to a time limit resumes where it stopped."""
@@ -221,7 +249,7 @@ def run_grpo(
         args=args,
         train_dataset=prompts.dataset(),
         processing_class=tokenizer,
-        callbacks=[Snapshots(), clock, Deadline()],
+        callbacks=[Snapshots(), clock, StepLog(), Deadline()],
         peft_config=peft_config,
     )
     clock.wrap_generation(trainer)
