@@ -18,11 +18,13 @@
 #               (default contrastive; several run side by side, e.g. "contrastive plain
 #               untrained"; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
 #               from the parts carried in .model (benchmarks/parts.py), arm states carried back in
-#               .state; the arm's state leaves in 15 MiB parts directly under $OUT
-#   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
-#               them: the model's parts and TRL's wheels exceed one call's carry, so a warm
-#               machine collects them over consecutive calls (each call's .model replaces the
-#               last's in the tree, never in the stash)
+#               .state (both stashed by earlier calls too); each arm's state leaves in 15 MiB
+#               parts directly under $OUT
+#   stash       keep the parts carried in .model and .state under /tmp/model-parts and
+#               /tmp/state-parts, where `curve` joins them: the model's parts, the arms' states
+#               and TRL's wheels exceed one call's carry, so a warm machine collects them over
+#               consecutive calls (each call's carry replaces the last's in the tree, never in
+#               the stash)
 #   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time);
 #               $TP_GPUS spreads the pool over that many GPUs, $TP_BACKEND=ray uses Ray actors
 #               (carry Ray's wheel in .whl), e.g. TP_GPUS=4 TP_SEQUENTIAL=0 for the multi-GPU run
@@ -61,9 +63,11 @@ wheels() {
   fi
 }
 
-stash_model() {  # the parts carried in .model this call, beside those of earlier calls
-  [ -d .model ] || return 0
-  mkdir -p /tmp/model-parts && cp .model/* /tmp/model-parts/
+stash_parts() {  # the parts carried in .model and .state this call, beside earlier calls'
+  mkdir -p /tmp/model-parts /tmp/state-parts
+  [ -d .model ] && cp .model/* /tmp/model-parts/
+  [ -d .state ] && cp .state/* /tmp/state-parts/
+  return 0
 }
 
 part() {
@@ -94,12 +98,10 @@ part() {
         --backend "${TP_BACKEND:-local}" ${TP_GPUS:+--gpus "$TP_GPUS"} ;;
     curve)
       wheels
-      stash_model
+      stash_parts
       [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts /tmp/model-parts \
         --to /tmp/smollm2.gguf || return 1
-      if [ -d .state ]; then
-        python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack .state || return 1
-      fi
+      python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack /tmp/state-parts || return 1
       for arm in ${CURVE_ARM:-contrastive}; do  # several arms run side by side
         timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
           --arm "$arm" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
@@ -111,7 +113,7 @@ part() {
         echo "--- $arm"; tail -n 12 "$WORK/curve/$arm.log"
       done ;;
     stash)
-      stash_model && ls -la /tmp/model-parts ;;
+      stash_parts && ls -la /tmp/model-parts /tmp/state-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }

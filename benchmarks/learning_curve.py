@@ -25,24 +25,27 @@ per prompt and LoRA's usual learning rate (1e-4), not full fine-tuning's.
 On the H200 (which has transformers 5.17, PEFT and accelerate, but not TRL, datasets or gguf):
 carry the model in parts (`benchmarks/parts.py split --out .model`: three consecutive calls to a
 machine kept warm carry one part each, the first with the manifest; `join` there) and, in the
-third call, these wheels in `.whl/` (17 MB together, fetched here on 2026-12-04), installed with
-`pip install --no-index --no-deps --target /tmp/site .whl/*.whl`:
+third call, these wheels in `.whl/` (3 MB together), installed with
+`pip install --no-index --no-deps --target /tmp/site .whl/*.whl`. The machine's own transformers
+runs them: transformers 5.25 (this machine's) needs huggingface_hub 2.4, which needs httpx2,
+which the machine lacks too.
 
     pip download --no-deps --only-binary=:all: --python-version 3.12 \
         --platform manylinux2014_x86_64 --platform any -d .whl \
         trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 gguf==0.19.0 \
-        transformers==5.25.0 peft==0.21.2 accelerate==1.16.0
+        peft==0.21.2 accelerate==1.16.0
 
 State: DIR/ARM/run/ (TRL checkpoints with the LoRA adapter and optimiser state, the exemplar
 database, the reward normaliser; not the base model), DIR/ARM/metrics.jsonl (one line per step:
 shaped reward mean and std, parse, correct and refused fractions, refusals by reason,
 GPU-seconds of evaluation, the step's wall seconds; taken from the run's step log for the steps
-its checkpoint holds, so a chunk cut short records what it saved) and DIR/ARM/heldout.jsonl (one
-line per held-out evaluation and decoding mode). `--budget-s` ends a chunk at a saved step
-before the call's limit, and the state is packed even when the limit interrupts it. An arm's checkpoint is about 32 MB (after two steps on the CPU:
-optimiser 19 MB, adapter 9.4 MB, tokenizer 3.4 MB; it packed to 5 MB there only because steps
-without a correct rollout leave the adapter and the moments at zero), more than the 16 MiB a
-file may have to come back from the device: `--pack $OUT` ends a call by writing it as a gzipped tar in 15 MiB parts with their
+its checkpoint holds, so a chunk cut short records what it saved), DIR/ARM/heldout.jsonl (one
+line per held-out evaluation and decoding mode) and heldout_answers.jsonl (each answer's
+verdict). `--budget-s` ends a chunk at a saved step before the call's limit, and the state is
+packed even when the limit interrupts it. An arm's state packs to about 28 MB on the H100 (the
+checkpoint: optimiser 19 MB, adapter 9.4 MB, tokenizer 3.4 MB), more than the 16 MiB a file may
+have to come back from the device: `--pack $OUT` ends a call by writing it as a gzipped tar in
+15 MiB parts with their
 digests, and `--unpack DIR` starts the next call from the parts carried back in (an arm already
 on a machine still warm keeps its own state). `--no-run` only unpacks and packs.
 """
@@ -216,6 +219,15 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
             for (_, tid, _), p in zip(answers, parsed, strict=True)
         ]
         results = [f.result() if f is not None else None for f in futures]
+    with (args.state / arm / "heldout_answers.jsonl").open("a") as f:  # each answer's verdict
+        for (mode, tid, _), r in zip(answers, results, strict=True):
+            row = {"arm": arm, "step": step, "repeat": repeat, "mode": mode, "task": tid}
+            if r is None:
+                row["status"] = "unparsed"
+            else:
+                row |= {"status": r.status, "speedup": r.speedup, "reasons": r.reasons[:1]}
+                row["flags"] = r.flags
+            f.write(json.dumps(row) + "\n")
     with (args.state / arm / "heldout.jsonl").open("a") as f:
         for mode in ("greedy", "sampled"):
             mine = [r for (m, _, _), r in zip(answers, results, strict=True) if m == mode]
@@ -262,16 +274,22 @@ def report(state: Path, out: Path) -> int:
     metrics = {arm: read(state / arm / "metrics.jsonl") for arm in ARMS}
     held = {arm: read(state / arm / "heldout.jsonl") for arm in ARMS}
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for arm, rows in metrics.items():
+    for (arm, rows), color in zip(metrics.items(), ("C0", "C1", "C2"), strict=True):
         if rows:
-            left.plot([r["step"] for r in rows], [r["reward_mean"] for r in rows], label=arm)
+            steps = [r["step"] for r in rows]
+            rewards = [r["reward_mean"] for r in rows]
+            left.plot(steps, rewards, color=color, alpha=0.3)
+            smooth = [statistics.fmean(rewards[max(0, i - 4) : i + 1]) for i in range(len(rows))]
+            left.plot(steps, smooth, color=color, label=f"{arm} (mean of the last 5 steps)")
     left.set(xlabel="GRPO step", ylabel="shaped reward (mean of the step's rollouts)")
-    for arm, rows in held.items():
-        sampled = [r for r in rows if r["mode"] == "sampled"]
-        if sampled:
-            right.plot(
-                [r["step"] for r in sampled], [r["correct"] for r in sampled], "o-", label=arm
-            )
+    for (arm, rows), color in zip(held.items(), ("C0", "C1", "C2"), strict=True):
+        correct = [r["correct"] for r in rows if r["mode"] == "sampled"]
+        if arm == "untrained" and correct:  # not trained: a level, its band the repeats' range
+            right.axhline(statistics.fmean(correct), color=color, ls="--", label=arm)
+            right.axhspan(min(correct), max(correct), color=color, alpha=0.15)
+        elif correct:
+            steps = [r["step"] for r in rows if r["mode"] == "sampled"]
+            right.plot(steps, correct, "o-", color=color, label=arm)
     right.set(xlabel="GRPO step", ylabel="held-out correct rate (sampled)")
     for ax in (left, right):
         ax.legend()
