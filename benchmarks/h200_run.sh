@@ -32,8 +32,9 @@
 # continue with --resume on the next call: on a machine still warm from the last call they find
 # their directories under $WORK; on a fresh one they start from the carried copies named in
 # $AUDIT_FROM and $AUDIT_KB_FROM (e.g. .device_data/audit, unpacked from the last call's pack).
-# The audits need CUDAL1_COMMIT (the commit of the tree carried): the device's copy has no git
-# history to name it, and `cudal1 bench` resumes only rows made by the same version.
+# The audits and the curve need CUDAL1_COMMIT (the commit of the tree carried): the device's
+# copy has no git history to name it (its evaluations would name an older commit), and
+# `cudal1 bench` resumes only rows made by the same version.
 set -u
 LIMIT=480
 if [ "${1:-}" = "--limit" ]; then LIMIT=$2; shift 2; fi
@@ -45,7 +46,7 @@ WORK=${WORK:-/tmp/h200-work}
 AUDIT_DIR=${AUDIT_DIR:-$WORK/audit}
 AUDIT_KB_DIR=${AUDIT_KB_DIR:-$WORK/audit-kb}
 case " $* " in
-  *" audit "*|*" audit-kb "*) : "${CUDAL1_COMMIT:?set CUDAL1_COMMIT to the commit of the carried tree}" ;;
+  *" audit "*|*" audit-kb "*|*" curve "*) : "${CUDAL1_COMMIT:?set CUDAL1_COMMIT to the commit of the carried tree}" ;;
 esac
 mkdir -p "$OUT" "$WORK"
 for pair in "$AUDIT_DIR:${AUDIT_FROM:-}" "$AUDIT_KB_DIR:${AUDIT_KB_FROM:-}"; do
