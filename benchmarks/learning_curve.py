@@ -73,7 +73,7 @@ from cudal1.policy import Prompt, chat_text, contrastive_prompt, parse_answer
 from cudal1.tasks import load_suite
 from cudal1.train.common import model_path
 from cudal1.train.config import GRPOStageConfig, RunConfig
-from cudal1.train.grpo import last_checkpoint, read_step_log, run_grpo
+from cudal1.train.grpo import last_checkpoint, read_step_log, run_grpo, steps_saved
 from cudal1.train.reward import ShapingConfig
 
 ARMS = ("contrastive", "plain", "untrained")
@@ -91,8 +91,7 @@ def run_config(args: argparse.Namespace, arm: str) -> RunConfig:
 
 
 def steps_done(state: Path, arm: str) -> int:
-    found = last_checkpoint(state / arm / "run" / "checkpoints")
-    return int(found.name.split("-")[-1]) if found else 0
+    return steps_saved(state / arm / "run" / "checkpoints")
 
 
 def train_chunk(args: argparse.Namespace, arm: str) -> int:

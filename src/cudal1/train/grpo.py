@@ -59,6 +59,12 @@ def last_checkpoint(checkpoints: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def steps_saved(checkpoints: Path) -> int:
+    """The step of the newest checkpoint (0 for none): where a resumed run starts."""
+    found = last_checkpoint(checkpoints)
+    return int(found.name.split("-")[-1]) if found else 0
+
+
 def run_grpo(
     run: RunConfig,
     stage: GRPOStageConfig,
@@ -93,7 +99,7 @@ def run_grpo(
     shaper = RewardShaper(shaping)
     checkpoints = run.out / "checkpoints"
     resume = last_checkpoint(checkpoints)
-    kept = read_step_log(run.out, int(resume.name.split("-")[-1]) if resume else 0)
+    kept = read_step_log(run.out, steps_saved(checkpoints))
     (run.out / STEP_LOG).write_text("".join(json.dumps(r) + "\n" for r in kept))
     if resume is not None and (resume / SHAPER_STATE).is_file():
         shaper.load_state(json.loads((resume / SHAPER_STATE).read_text()))
