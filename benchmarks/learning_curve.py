@@ -90,6 +90,10 @@ def run_config(args: argparse.Namespace, arm: str) -> RunConfig:
     )
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
 def steps_done(state: Path, arm: str) -> int:
     return steps_saved(state / arm / "run" / "checkpoints")
 
@@ -130,7 +134,7 @@ def record_steps(args: argparse.Namespace, arm: str) -> None:
     """Append to the arm's metrics the steps its last checkpoint holds that it lacks, from the
     run's step log (written as each step ends, so a chunk cut short loses no saved step)."""
     path = args.state / arm / "metrics.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    rows = read_jsonl(path)
     recorded = rows[-1]["step"] if rows else 0
     with path.open("a") as f:
         for m in read_step_log(args.state / arm / "run", steps_done(args.state, arm)):
@@ -269,9 +273,8 @@ def report(state: Path, out: Path) -> int:
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    read = lambda p: [json.loads(x) for x in p.read_text().splitlines()] if p.exists() else []  # noqa: E731
-    metrics = {arm: read(state / arm / "metrics.jsonl") for arm in ARMS}
-    held = {arm: read(state / arm / "heldout.jsonl") for arm in ARMS}
+    metrics = {arm: read_jsonl(state / arm / "metrics.jsonl") for arm in ARMS}
+    held = {arm: read_jsonl(state / arm / "heldout.jsonl") for arm in ARMS}
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for (arm, rows), color in zip(metrics.items(), ("C0", "C1", "C2"), strict=True):
         if rows:
@@ -367,7 +370,7 @@ def main() -> int:
     )
     parser.add_argument("--lora-rank", type=int, default=8)
     parser.add_argument("--samples", type=int, default=4, help="Sampled answers per task.")
-    parser.add_argument("--repeats", type=int, default=1, help="Untrained arm: evaluations.")
+    parser.add_argument("--repeats", type=int, default=1, help="Untrained arm: evaluations in all.")
     parser.add_argument("--eval-jobs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -409,8 +412,9 @@ def main() -> int:
 def run_arm(args: argparse.Namespace) -> None:
     """The untrained arm's held-out evaluations, or one chunk of a training arm (and the
     held-out evaluation when it reaches a multiple of --eval-every)."""
-    if args.arm == "untrained":
-        for repeat in range(args.repeats):
+    if args.arm == "untrained":  # resumed too: the repeats already recorded count
+        recorded = {r["repeat"] for r in read_jsonl(args.state / "untrained" / "heldout.jsonl")}
+        for repeat in range(len(recorded), args.repeats):
             heldout(args, "untrained", 0, repeat)
         return
     before = steps_done(args.state, args.arm)
