@@ -253,11 +253,14 @@ def evaluate(
         result.env["visible_gpu"] = workers.gpu
     build_dir = config.build_root / result.candidate_hash
     run.build_env = _build_env(config, workdir, build_dir)
+    t_down: float | None = None  # when the processes' teardown began (a phase of its own)
     try:
         (workdir / "candidate.py").write_text(candidate_source)
         (workdir / "tmp").mkdir()
+        t0 = time.perf_counter()  # pre-started workers, or the wait for new ones
         run.judge = workers.take("judge", workdir)
         run.worker = workers.take("candidate_worker", workdir)
+        run.phase("workers", t0)
         with harness.build_lock(build_dir):
             placed = prebuilt is not None and _place(prebuilt, build_dir, result, config)
             builds_here = config.device == "cuda" and "TORCH_CUDA_ARCH_LIST" in run.build_env
@@ -284,6 +287,7 @@ def evaluate(
             except ProtocolError as e:  # only deliberate writes reach the result channel
                 result.status, result.reasons = "rejected", [f"result channel: {e}"]
             finally:
+                t_down = time.perf_counter()
                 for w in (run.builder, run.worker):
                     if w is not None:
                         w.kill()  # no candidate process outlives the build lock
@@ -294,6 +298,7 @@ def evaluate(
                     with contextlib.suppress(OSError):
                         artefact.clear(build_dir)
     finally:
+        t_down = t_down or time.perf_counter()
         for w in (run.builder, run.worker, run.judge):
             if w is not None:
                 w.kill()
@@ -304,6 +309,7 @@ def evaluate(
                 w.discard_log()
         if not config.keep_exchange:
             shutil.rmtree(workdir, ignore_errors=True)
+        result.phase_seconds["teardown"] = round(time.perf_counter() - t_down, 4)
     result.flags = sorted(set(result.flags))
     result.phase_seconds["total"] = round(time.perf_counter() - t_total, 4)
     return result
