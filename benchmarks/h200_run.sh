@@ -18,8 +18,8 @@
 #               (default contrastive; several run side by side, e.g. "contrastive plain
 #               untrained"; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
 #               from the parts carried in .model (benchmarks/parts.py), arm states carried back in
-#               .state (both stashed by earlier calls too); each arm's state leaves in 15 MiB
-#               parts directly under $OUT
+#               .state (both stashed by earlier calls too); each training arm's state leaves
+#               in 15 MiB parts directly under $OUT, the untrained arm's in the pack of $WORK
 #   stash       keep the parts carried in .model and .state under /tmp/model-parts and
 #               /tmp/state-parts, where `curve` joins them: the model's parts, the arms' states
 #               and TRL's wheels exceed one call's carry, so a warm machine collects them over
@@ -104,13 +104,16 @@ part() {
         --to /tmp/smollm2.gguf || return 1
       python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack /tmp/state-parts || return 1
       for arm in ${CURVE_ARM:-contrastive}; do  # several arms run side by side
+        # a training arm's state (28 MB) comes back in parts under $OUT; the untrained arm's
+        # (a few kB) inside the pack of $WORK, as 8 files at most come back
+        packed=$OUT; [ "$arm" = untrained ] && packed=$WORK/curve/untrained-state
         timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
           --arm "$arm" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
-          --pack "$OUT" ${CURVE_ARGS:-} >"$WORK/curve/$arm.log" 2>&1 &
+          --pack "$packed" ${CURVE_ARGS:-} >"$WORK/curve/$arm.log" 2>&1 &
       done
       wait
       for arm in ${CURVE_ARM:-contrastive}; do
-        cp /tmp/curve-state/"$arm"/*.jsonl "$WORK/curve/" 2>/dev/null
+        mkdir -p "$WORK/curve/$arm" && cp /tmp/curve-state/"$arm"/*.jsonl "$WORK/curve/$arm/"
         echo "--- $arm"; tail -n 12 "$WORK/curve/$arm.log"
       done ;;
     stash)
