@@ -16,7 +16,8 @@ same held-out prompts; `--repeats` evaluations give the run-to-run spread). All 
 prompt, whose answer starts prefilled with the code's first lines (a 135M model does not follow
 the paper's long prompt), and generate without the embedded policy's grammar, so parse rates are
 the model's own. `--temperature` (default 0.7, where the untrained model parses most often)
-samples both the rollouts and the held-out answers and is recorded in every row. The untrained model's starting point, measured on the CPU
+samples both the rollouts and the held-out answers and is recorded in every row. The untrained
+model's starting point, measured on the CPU
 (`benchmarks/results/2026-12-04-cpu/summary.md`): greedy 6 of 12 held-out answers parse and 1
 is correct; sampled, 32 of 48 parse at 0.7 and 18 of 48 at 1.0, none correct. Every failure
 gets the lowest reward, so only groups with a correct rollout teach anything: hence 8 rollouts
@@ -275,23 +276,24 @@ def report(state: Path, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     metrics = {arm: read_jsonl(state / arm / "metrics.jsonl") for arm in ARMS}
     held = {arm: read_jsonl(state / arm / "heldout.jsonl") for arm in ARMS}
+    color = {arm: f"C{i}" for i, arm in enumerate(ARMS)}  # one colour an arm in both panels
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for (arm, rows), color in zip(metrics.items(), ("C0", "C1", "C2"), strict=True):
+    for arm, rows in metrics.items():
         if rows:
             steps = [r["step"] for r in rows]
             rewards = [r["reward_mean"] for r in rows]
-            left.plot(steps, rewards, color=color, alpha=0.3)
+            left.plot(steps, rewards, color=color[arm], alpha=0.3)
             smooth = [statistics.fmean(rewards[max(0, i - 4) : i + 1]) for i in range(len(rows))]
-            left.plot(steps, smooth, color=color, label=f"{arm} (mean of the last 5 steps)")
+            left.plot(steps, smooth, color=color[arm], label=f"{arm} (mean of the last 5 steps)")
     left.set(xlabel="GRPO step", ylabel="shaped reward (mean of the step's rollouts)")
-    for (arm, rows), color in zip(held.items(), ("C0", "C1", "C2"), strict=True):
-        correct = [r["correct"] for r in rows if r["mode"] == "sampled"]
-        if arm == "untrained" and correct:  # not trained: a level, its band the repeats' range
-            right.axhline(statistics.fmean(correct), color=color, ls="--", label=arm)
-            right.axhspan(min(correct), max(correct), color=color, alpha=0.15)
-        elif correct:
-            steps = [r["step"] for r in rows if r["mode"] == "sampled"]
-            right.plot(steps, correct, "o-", color=color, label=arm)
+    for arm, rows in held.items():
+        sampled = [r for r in rows if r["mode"] == "sampled"]
+        correct = [r["correct"] for r in sampled]
+        if arm == "untrained" and sampled:  # not trained: a level, its band the repeats' range
+            right.axhline(statistics.fmean(correct), color=color[arm], ls="--", label=arm)
+            right.axhspan(min(correct), max(correct), color=color[arm], alpha=0.15)
+        elif sampled:
+            right.plot([r["step"] for r in sampled], correct, "o-", color=color[arm], label=arm)
     right.set(xlabel="GRPO step", ylabel="held-out correct rate (sampled)")
     for ax in (left, right):
         ax.legend()
