@@ -417,20 +417,33 @@ def test_a_build_in_forward_lets_the_device_lock_go(tmp_path):
     assert {"ninja", "cc1plus"} <= set(result.env["built_off_device_by"])  # what the build ran
 
 
-def test_a_pool_worker_starts_without_the_device_lock_and_warms_up_under_it(tmp_path):
+def _waiting_at(lock: str) -> int:
+    """Lock requests the kernel holds blocked on `lock` (flock's waiters in /proc/locks)."""
+    inode = f":{os.stat(lock).st_ino} "
+    with open("/proc/locks") as f:
+        return sum("->" in line and inode in line for line in f)
+
+
+def test_pool_workers_start_without_the_device_lock_and_warm_up_under_it_at_once(tmp_path):
     """A GPU pool's new workers import torch while a timed phase holds the device, and touch
     the device only once it is let go: starting a worker (seconds of imports) never keeps a
-    timed phase of another evaluation waiting. (On a CPU machine `hello` finds no CUDA and does
-    nothing, but it is still asked for under the lock.)"""
+    timed phase of another evaluation waiting. Their warm-ups all wait at the lock at once, so
+    none waits for another's to finish first (with two warm-up threads, a worker taken waited
+    for every one queued before it). (On a CPU machine `hello` finds no CUDA and does nothing,
+    but it is still asked for under the lock.)"""
     lock = str(tmp_path / "device.lock")
     timed_phase = contextlib.ExitStack()
     timed_phase.enter_context(harness.device_lock(lock, timing=True))
     pool = None
     try:
-        pool = WorkerPool("cuda", size=1, lock_path=lock)
-        warming = [pool.idle[role][0] for role in ("judge", "candidate_worker")]
+        pool = WorkerPool("cuda", size=3, lock_path=lock)
+        warming = [w for role in ("judge", "candidate_worker") for w in pool.idle[role]]
         _until(lambda: all(w.started for w in warming), lambda: "workers never started", 120.0)
-        time.sleep(0.5)
+        _until(
+            lambda: _waiting_at(lock) == 6,
+            lambda: f"{_waiting_at(lock)} of 6 warm-ups wait at the device lock",
+            120.0,
+        )
         assert not any(w.warmed for w in warming)
         timed_phase.close()
         _until(lambda: all(w.warmed for w in warming), lambda: "warm-up never ran", 120.0)

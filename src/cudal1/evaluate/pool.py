@@ -61,6 +61,9 @@ def visible_gpus(count: int | None = None) -> list[str]:
     return names[:count] if count is not None else names
 
 
+WARM_UPS_AT_ONCE = 64
+
+
 def compile_limit(compile_jobs: int | None) -> threading.Semaphore:
     """`compile_jobs` compiles at once (default: one per CPU core)."""
     return threading.Semaphore(max(1, compile_jobs or os.cpu_count() or 1))
@@ -96,7 +99,10 @@ class WorkerPool:
         self.roles = ("judge", "candidate_worker", *(("builder",) if device == "cuda" else ()))
         self.idle: dict[str, deque[Worker]] = {r: deque() for r in self.roles}
         self.warming: dict[Worker, Future[None]] = {}
-        self.warmer = ThreadPoolExecutor(2, thread_name_prefix="cudal1-warm")
+        # A thread a warm-up (a thread is only added while none is idle). With two, a worker
+        # taken waited for every warm-up queued before it, and each of those waited out the
+        # timed phases of other evaluations at the device lock.
+        self.warmer = ThreadPoolExecutor(WARM_UPS_AT_ONCE, thread_name_prefix="cudal1-warm")
         self.taken: weakref.WeakSet[Worker] = weakref.WeakSet()
         """Workers handed to evaluations still running: `close` ends them too (Ctrl-C)."""
         self.lock = threading.Lock()
@@ -187,7 +193,10 @@ class LocalEvaluator:
         self.config = config
         if config.sandbox:
             require_sandbox()
-        size = warm if warm is not None else min(jobs, 4)
+        # On a GPU, a worker not pre-started costs its evaluation a start and a warm-up that
+        # waits for the device lock: one ready per job. On the CPU, at most four (start-ups
+        # compete with the evaluations for the cores).
+        size = warm if warm is not None else jobs if config.device == "cuda" else min(jobs, 4)
         names: list[str | None] = [None]
         if gpus is not None:
             if config.device != "cuda":
