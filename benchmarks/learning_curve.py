@@ -60,6 +60,7 @@ import statistics
 import sys
 import tarfile
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -164,16 +165,22 @@ def record_steps(args: argparse.Namespace, arm: str) -> None:
 def generate(
     model: Any,
     tok: Any,
-    prompt: Prompt,
+    prompts: list[Prompt],
     temperature: float | None,
     n: int,
     max_tokens: int,
-) -> list[str]:
-    """Continue the prefilled answer: one greedy answer (temperature None), or `n` sampled; the
-    prompt is the text and tokens GRPO's rollouts start from (`chat_text`)."""
+) -> list[list[str]]:
+    """Continue each prefilled answer: one greedy answer a prompt (temperature None), or `n`
+    sampled. All prompts in one batch, left-padded, as GRPO's rollouts are generated (one
+    call a prompt took most of a held-out evaluation's time on the H100); each prompt is the
+    text and tokens the rollouts start from (`chat_text`)."""
     import torch
 
-    enc = tok(chat_text(tok, prompt), return_tensors="pt").to(model.device)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    texts = [chat_text(tok, p) for p in prompts]
+    enc = tok(texts, return_tensors="pt", padding=True).to(model.device)
     with torch.no_grad():
         out = model.generate(
             **enc,
@@ -183,10 +190,11 @@ def generate(
             top_k=None,
             max_new_tokens=max_tokens,
             num_return_sequences=n,
-            pad_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
         )
     start = enc["input_ids"].shape[1]
-    return [tok.decode(row[start:], skip_special_tokens=True) for row in out]
+    answers = [tok.decode(row[start:], skip_special_tokens=True) for row in out]
+    return [answers[i * n : (i + 1) * n] for i in range(len(prompts))]  # prompt-major
 
 
 def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> None:
@@ -207,15 +215,17 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
     model.eval()
     torch.manual_seed(args.seed * 1000 + step + repeat)
     tasks = load_suite("bundled").split("heldout")
+    prompts = [contrastive_prompt(task, [], device=args.device, style="compact") for task in tasks]
+    t0 = time.perf_counter()
     answers: list[tuple[str, str, str]] = []  # (mode, task id, answer)
-    for task in tasks:
-        prompt = contrastive_prompt(task, [], device=args.device, style="compact")
-        for mode, greedy, n in (("greedy", True, 1), ("sampled", False, args.samples)):
-            temperature = None if greedy else args.temperature
-            for text in generate(model, tok, prompt, temperature, n, args.max_tokens):
-                answers.append((mode, task.id, prompt.prefill + text))
+    for mode, temperature, n in (("greedy", None, 1), ("sampled", args.temperature, args.samples)):
+        batch = generate(model, tok, prompts, temperature, n, args.max_tokens)
+        for task, prompt, texts in zip(tasks, prompts, batch, strict=True):
+            answers += [(mode, task.id, prompt.prefill + text) for text in texts]
+    generate_s = time.perf_counter() - t0
     del model
     by_id = {t.id: t for t in tasks}
+    t0 = time.perf_counter()
     with LocalEvaluator(EvalConfig(device=args.device), jobs=args.eval_jobs) as ev:
         parsed = [parse_answer(text) for _, _, text in answers]
         futures = [
@@ -223,6 +233,7 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
             for (_, tid, _), p in zip(answers, parsed, strict=True)
         ]
         results = [f.result() if f is not None else None for f in futures]
+    evaluate_s = time.perf_counter() - t0
     with (args.state / arm / "heldout_answers.jsonl").open("a") as f:  # each answer's verdict
         for (mode, tid, _), r in zip(answers, results, strict=True):
             row = {"arm": arm, "step": step, "repeat": repeat, "mode": mode, "task": tid}
@@ -262,6 +273,8 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
                     )
                 ),
                 "statuses": dict(Counter(r.status if r else "unparsed" for r in mine)),
+                "generate_s": round(generate_s, 1),  # both modes' answers, then all evaluated
+                "evaluate_s": round(evaluate_s, 1),
             }
             f.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
@@ -296,7 +309,8 @@ def report(state: Path, out: Path) -> int:
             right.plot([r["step"] for r in sampled], correct, "o-", color=color[arm], label=arm)
     right.set(xlabel="GRPO step", ylabel="held-out correct rate (sampled)")
     for ax in (left, right):
-        ax.legend()
+        if ax.get_legend_handles_labels()[0]:  # a panel with nothing yet has no legend
+            ax.legend()
     fig.tight_layout()
     fig.savefig(out / "curve.png", dpi=120)
     for name, rows in (("metrics.jsonl", metrics), ("heldout.jsonl", held)):
@@ -411,6 +425,18 @@ def main() -> int:
     return 0
 
 
+def evaluation_due(args: argparse.Namespace, arm: str) -> int | None:
+    """The arm's saved step if it ends a stretch of `--eval-every` (or the run) and its held-out
+    evaluation is not recorded: also one a call's limit cut short, which the next call makes
+    before training on. (The sampled row is written last.)"""
+    done = steps_done(args.state, arm)
+    recorded = {
+        r["step"] for r in read_jsonl(args.state / arm / "heldout.jsonl") if r["mode"] == "sampled"
+    }
+    ends_stretch = done > 0 and (done % args.eval_every == 0 or done == args.total)
+    return done if ends_stretch and done not in recorded else None
+
+
 def run_arm(args: argparse.Namespace) -> None:
     """The untrained arm's held-out evaluations, or one chunk of a training arm (and the
     held-out evaluation when it reaches a multiple of --eval-every)."""
@@ -419,12 +445,15 @@ def run_arm(args: argparse.Namespace) -> None:
         for repeat in range(len(recorded), args.repeats):
             heldout(args, "untrained", 0, repeat)
         return
+    missed = evaluation_due(args, args.arm)
+    if missed is not None:
+        heldout(args, args.arm, missed)
     before = steps_done(args.state, args.arm)
     try:
         after = train_chunk(args, args.arm)
     finally:  # an interrupted chunk still records the steps its checkpoint saved
         record_steps(args, args.arm)
-    if after // args.eval_every > before // args.eval_every or after == args.total:
+    if evaluation_due(args, args.arm) is not None:
         heldout(args, args.arm, after)
     print(f"{args.arm}: steps {before} -> {after}", flush=True)
 

@@ -1,0 +1,58 @@
+"""The learning curve's own logic: which held-out evaluation a resumed call owes, and the
+held-out answers generated as one batch, each as its prompt alone would be continued."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import learning_curve
+
+
+def _state(tmp_path: Path, step: int, evaluated: list[tuple[int, str]]) -> argparse.Namespace:
+    arm = tmp_path / "plain"
+    (arm / "run" / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    rows = [{"arm": "plain", "step": s, "mode": m} for s, m in evaluated]
+    (arm / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return argparse.Namespace(state=tmp_path, eval_every=25, total=150)
+
+
+def test_a_held_out_evaluation_cut_short_is_owed_by_the_next_call(tmp_path):
+    args = _state(tmp_path / "cut", 25, [(0, "greedy"), (0, "sampled")])
+    assert learning_curve.evaluation_due(args, "plain") == 25
+    args = _state(tmp_path / "half", 25, [(25, "greedy")])  # cut before its last row
+    assert learning_curve.evaluation_due(args, "plain") == 25
+    args = _state(tmp_path / "done", 25, [(25, "greedy"), (25, "sampled")])
+    assert learning_curve.evaluation_due(args, "plain") is None
+    args = _state(tmp_path / "between", 31, [(25, "greedy"), (25, "sampled")])
+    assert learning_curve.evaluation_due(args, "plain") is None
+    args = _state(tmp_path / "last", 150, [])
+    assert learning_curve.evaluation_due(args, "plain") == 150
+
+
+def test_batched_generation_continues_each_prompt_as_alone(tmp_path):
+    """Greedy continuations of prompts of different lengths, padded into one batch, are the
+    ones each prompt gets alone; sampled ones come `n` to a prompt, in the prompts' order."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cudal1.policy import contrastive_prompt
+    from cudal1.tasks import load_suite
+    from cudal1.train.tiny import build_tiny
+
+    path = build_tiny(tmp_path / "tiny")
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    tasks = load_suite("bundled").split("heldout")[:3]
+    prompts = [contrastive_prompt(t, [], device="cpu", style="compact") for t in tasks]
+    lengths = {len(tok(learning_curve.chat_text(tok, p))["input_ids"]) for p in prompts}
+    assert len(lengths) == 3  # the batch is padded
+
+    batched = learning_curve.generate(model, tok, prompts, None, 1, 12)
+    alone = [learning_curve.generate(model, tok, [p], None, 1, 12)[0] for p in prompts]
+    assert batched == alone and all(len(a) == 1 and a[0] for a in batched)
+    sampled = learning_curve.generate(model, tok, prompts, 0.7, 4, 12)
+    assert [len(s) for s in sampled] == [4, 4, 4]
