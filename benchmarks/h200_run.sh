@@ -103,6 +103,12 @@ part() {
       [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts /tmp/model-parts \
         --to /tmp/smollm2.gguf || return 1
       python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack /tmp/state-parts || return 1
+      # what the host and the GPU were doing, every 10 s: load average, GPU use and memory
+      (while sleep 10; do echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)" \
+        "$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"; done \
+        >"$WORK/curve/load.txt") &
+      sampler=$!
+      arms=()
       for arm in ${CURVE_ARM:-contrastive}; do  # several arms run side by side
         # a training arm's state (28 MB) comes back in parts under $OUT; the untrained arm's
         # (a few kB) inside the pack of $WORK, as 8 files at most come back
@@ -110,8 +116,10 @@ part() {
         timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
           --arm "$arm" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
           --pack "$packed" ${CURVE_ARGS:-} >"$WORK/curve/$arm.log" 2>&1 &
+        arms+=($!)
       done
-      wait
+      wait "${arms[@]}"
+      kill "$sampler"
       for arm in ${CURVE_ARM:-contrastive}; do
         mkdir -p "$WORK/curve/$arm" && cp /tmp/curve-state/"$arm"/*.jsonl "$WORK/curve/$arm/"
         echo "--- $arm"; tail -n 12 "$WORK/curve/$arm.log"
