@@ -193,15 +193,19 @@ class LocalEvaluator:
         self.config = config
         if config.sandbox:
             require_sandbox()
-        # On a GPU, a worker not pre-started costs its evaluation a start and a warm-up that
-        # waits for the device lock: one ready per job. On the CPU, at most four (start-ups
-        # compete with the evaluations for the cores).
-        size = warm if warm is not None else jobs if config.device == "cuda" else min(jobs, 4)
         names: list[str | None] = [None]
         if gpus is not None:
             if config.device != "cuda":
                 raise Cudal1Error("--gpus needs --device cuda")
             names = list(visible_gpus(gpus))
+        if warm is not None:
+            size = warm
+        elif config.device == "cuda":
+            # a worker not pre-started costs its evaluation a start and a warm-up that waits
+            # for the device lock: one ready per job that GPU's pool runs
+            size = -(-jobs // len(names))
+        else:
+            size = min(jobs, 4)  # start-ups compete with the evaluations for the cores
         slots = compile_limit(compile_jobs)
         lane, lanes = cpu_lane
         self.pools = [
