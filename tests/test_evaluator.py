@@ -50,6 +50,21 @@ def test_honest_candidate_is_ok_with_full_record():
     assert r.env["torch"]
 
 
+def test_a_candidate_that_fails_to_load_costs_no_reference_work():
+    """Most failing candidates fail in their import or in ModelNew(...) (most of the runtime
+    errors in the learning curve's GRPO steps): their verdict comes before the judge computes
+    the reference's outputs and times it."""
+    r = _eval(
+        HONEST.replace(
+            "class ModelNew(nn.Module):",
+            "class ModelNew(nn.Module):\n"
+            "    def __init__(self, width):\n        super().__init__()\n",
+        )
+    )
+    assert r.status == "runtime_error" and "ModelNew(*get_init_inputs()) raised" in r.reasons[0]
+    assert "reference" not in r.phase_seconds
+
+
 def test_wrong_answer_is_incorrect():
     r = _eval(_with_forward("return torch.nn.functional.gelu(x) * 1.001"))
     assert r.status == "incorrect"

@@ -147,7 +147,6 @@ class CandidateRunner:
             self.task_module.make_model(init_seed), self.device, msg["module_mode"]
         )
         TRUSTED.capture_reference(self.reference)
-        self.output_bytes = msg["output_bytes"]
         # Taken before any candidate code runs: every later thread or child is the candidate's.
         self.threads_before, self.native_before = harness.thread_counts()
 
@@ -199,6 +198,7 @@ class CandidateRunner:
 
     def correctness(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Run the plan's calls; save each output as it was when the call returned."""
+        output_bytes = msg["output_bytes"]  # the reference's outputs: the memory poisoned
         warm = generate_inputs(self.task_module, msg["warmup_seed"], self.device)
         try:
             for _ in range(2):  # lazy initialisation (JIT, handles) settles here
@@ -220,7 +220,7 @@ class CandidateRunner:
             else:
                 inputs = buffers = fresh
             pristine = harness.clone_inputs(inputs)
-            harness.poison_free_memory(self.device, self.output_bytes)
+            harness.poison_free_memory(self.device, output_bytes)
             synchronize(self.device)
             try:
                 threads.calling()

@@ -658,7 +658,10 @@ def _evaluate(run: _Run) -> None:
             res.phase_seconds["compile"] = _build(run.builder, common, run.build_env, cfg)
     run.phase("build", t0)
 
-    # 4. warm-up and the judge's expected outputs (shared) -------------------------------------
+    # 4. warm-up; the candidate loads (from the builder's cache on a GPU machine) and runs once.
+    # Before the judge's reference work: most failing candidates fail here (in the learning
+    # curve's GRPO steps, most of the runtime errors were raised by ModelNew(...) or its import),
+    # and their verdict then costs none of it. --------------------------------------------------
     t0 = time.perf_counter()
     for w in (run.judge, run.worker):
         w.wait_started(cfg.run_timeout_s)  # not under the lock: see Worker.wait_started
@@ -672,33 +675,10 @@ def _evaluate(run: _Run) -> None:
             if not w.warmed:
                 w.recv(cfg.run_timeout_s)
                 w.warmed = True
-    trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
-    trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
-    with device("prepare"):
-        meta = _judge_answer(
-            run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
-            "prepare",
-            run.task,
-        )
-    with device("prepare"):
-        # a first look at the reference's time, to size the timing loop (not a measurement)
-        first = time_clean(_pairs(cfg, None))
-    run.meta = meta
-    res.env.update(meta.get("env", {}))
-    if meta.get("tolerance_fallback"):
-        run.flag(f"tolerance_fallback:{meta['tolerance_fallback']}; KernelBench tolerance", False)
-    run.phase("reference", t0)
-    output_bytes = [
-        int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]
-    ]
-
-    # the candidate loads (from the builder's cache on a GPU machine) and runs once ------------
-    t0 = time.perf_counter()
     load = {
         "cmd": "load",
         **common,
         "candidate_path": str(run.workdir / "candidate.py"),
-        "output_bytes": output_bytes,
         "env": run.build_env,
     }
     # On the CPU the candidate process compiles itself, outside the lock (the host is the
@@ -718,6 +698,28 @@ def _evaluate(run: _Run) -> None:
     )
     res.phase_seconds["first_call"] = round(called.get("first_call_s", 0.0), 4)
     run.phase("load", t0)
+
+    # the judge's expected outputs (shared) ---------------------------------------------------
+    t0 = time.perf_counter()
+    trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
+    trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
+    with device("prepare"):
+        meta = _judge_answer(
+            run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
+            "prepare",
+            run.task,
+        )
+    with device("prepare"):
+        # a first look at the reference's time, to size the timing loop (not a measurement)
+        first = time_clean(_pairs(cfg, None))
+    run.meta = meta
+    res.env.update(meta.get("env", {}))
+    if meta.get("tolerance_fallback"):
+        run.flag(f"tolerance_fallback:{meta['tolerance_fallback']}; KernelBench tolerance", False)
+    run.phase("reference", t0)
+    output_bytes = [
+        int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]
+    ]
 
     # 5. correctness (shared) ------------------------------------------------------------------
     t0 = time.perf_counter()
@@ -744,7 +746,13 @@ def _evaluate(run: _Run) -> None:
         step["stem"] = str(run.workdir / f"trial_{i}")
     with device("correctness"):
         answer = run.worker.request(
-            {"cmd": "correctness", "plan": plan, "warmup_seed": draw()}, cfg.run_timeout_s
+            {
+                "cmd": "correctness",
+                "plan": plan,
+                "warmup_seed": draw(),
+                "output_bytes": output_bytes,
+            },
+            cfg.run_timeout_s,
         )
     _check_answer(run, answer, "correctness")
     foreign = answer["calls"][-1].get("foreign", []) if answer["calls"] else []
