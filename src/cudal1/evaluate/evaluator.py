@@ -95,6 +95,10 @@ OVERHEAD_MS = {"cuda": 0.3, "cpu": 3.0}
 BASELINE_DRIFT = {"cuda": 0.10, "cpu": 0.25}
 """How much slower the reference may run beside the candidate before the clean one is used."""
 STRESS_SCALE = 32.0
+REFERENCES_THAT_RAN: set[tuple[str, str, str, str]] = set()
+"""(task hash, device, sizes, module mode) whose reference the judge ran in this process: a
+candidate that fails to load or in its first call is then at fault; before that, the judge
+runs the reference first, so a broken task is reported as itself."""
 """The stress trial multiplies floating inputs by this: same task, a wider range of values."""
 
 
@@ -658,6 +662,30 @@ def _evaluate(run: _Run) -> None:
             res.phase_seconds["compile"] = _build(run.builder, common, run.build_env, cfg)
     run.phase("build", t0)
 
+    reference_key = (run.task.hash, cfg.device, str(cfg.size_profile), cfg.module_mode)
+
+    def expected_outputs() -> tuple[dict[str, Any], list[float]]:
+        """The judge's expected outputs (shared holds), and a first look at the reference's
+        time to size the timing loop (not a measurement). Cudal1Error if the reference fails
+        on its own."""
+        t0 = time.perf_counter()
+        trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
+        trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
+        assert run.judge is not None
+        with device("prepare"):
+            meta = _judge_answer(
+                run.judge.request(
+                    {"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s
+                ),
+                "prepare",
+                run.task,
+            )
+        with device("prepare"):
+            first = time_clean(_pairs(cfg, None))
+        REFERENCES_THAT_RAN.add(reference_key)
+        run.phase("reference", t0)
+        return meta, first
+
     # 4. warm-up; the candidate loads (from the builder's cache on a GPU machine) and runs once.
     # Before the judge's reference work: most failing candidates fail here (in the learning
     # curve's GRPO steps, most of the runtime errors were raised by ModelNew(...) or its import),
@@ -681,42 +709,36 @@ def _evaluate(run: _Run) -> None:
         "candidate_path": str(run.workdir / "candidate.py"),
         "env": run.build_env,
     }
-    # On the CPU the candidate process compiles itself, outside the lock (the host is the
-    # device there, and compilers must not hold it); on a GPU the builder has built what it
-    # could reach, and a build it could not reach lets the lock go while it runs.
-    with run.compile_slot():
-        if cfg.device == "cuda":
-            loaded = building_off_device("load", load, cfg.compile_timeout_s)
-        else:
-            loaded = run.worker.request(load, cfg.compile_timeout_s)
-    _check_answer(run, loaded, "load")
-    # a build inside forward is compile work too, but a hanging forward is not a build
-    called = building_off_device("load", {"cmd": "first_call", "seed": draw()}, cfg.run_timeout_s)
-    _check_answer(run, called, "first_call")
+    try:
+        # On the CPU the candidate process compiles itself, outside the lock (the host is the
+        # device there, and compilers must not hold it); on a GPU the builder has built what it
+        # could reach, and a build it could not reach lets the lock go while it runs.
+        with run.compile_slot():
+            if cfg.device == "cuda":
+                loaded = building_off_device("load", load, cfg.compile_timeout_s)
+            else:
+                loaded = run.worker.request(load, cfg.compile_timeout_s)
+        _check_answer(run, loaded, "load")
+        # a build inside forward is compile work too, but a hanging forward is not a build
+        called = building_off_device(
+            "load", {"cmd": "first_call", "seed": draw()}, cfg.run_timeout_s
+        )
+        _check_answer(run, called, "first_call")
+    except _Verdict:
+        if reference_key not in REFERENCES_THAT_RAN:  # a task that fails is named, not blamed
+            expected_outputs()
+        raise
     res.phase_seconds["compile"] = round(
         res.phase_seconds.get("compile", 0.0) + loaded.get("compile_s", 0.0), 4
     )
     res.phase_seconds["first_call"] = round(called.get("first_call_s", 0.0), 4)
     run.phase("load", t0)
 
-    # the judge's expected outputs (shared) ---------------------------------------------------
-    t0 = time.perf_counter()
-    trials = [{"seed": s, "scale": 1.0} for s in (*trial_seeds, refill_seed)]
-    trials.append({"seed": stress_seed, "scale": STRESS_SCALE})
-    with device("prepare"):
-        meta = _judge_answer(
-            run.judge.request({"cmd": "prepare", **common, "trials": trials}, cfg.run_timeout_s),
-            "prepare",
-            run.task,
-        )
-    with device("prepare"):
-        # a first look at the reference's time, to size the timing loop (not a measurement)
-        first = time_clean(_pairs(cfg, None))
+    meta, first = expected_outputs()
     run.meta = meta
     res.env.update(meta.get("env", {}))
     if meta.get("tolerance_fallback"):
         run.flag(f"tolerance_fallback:{meta['tolerance_fallback']}; KernelBench tolerance", False)
-    run.phase("reference", t0)
     output_bytes = [
         int(torch.Size(o["shape"]).numel()) * _itemsize(o["dtype"]) for o in meta["outputs"]
     ]
