@@ -171,9 +171,9 @@ def generate(
     max_tokens: int,
 ) -> list[list[str]]:
     """Continue each prefilled answer: one greedy answer a prompt (temperature None), or `n`
-    sampled. All prompts in one batch, left-padded, as GRPO's rollouts are generated (one
-    call a prompt took most of a held-out evaluation's time on the H100); each prompt is the
-    text and tokens the rollouts start from (`chat_text`)."""
+    sampled. All prompts in one batch, left-padded, as GRPO's rollouts are generated (not one
+    call a prompt: 24 calls of up to 320 tokens an evaluation); each prompt is the text and
+    tokens the rollouts start from (`chat_text`)."""
     import torch
 
     tok.padding_side = "left"

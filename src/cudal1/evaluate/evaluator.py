@@ -95,11 +95,11 @@ OVERHEAD_MS = {"cuda": 0.3, "cpu": 3.0}
 BASELINE_DRIFT = {"cuda": 0.10, "cpu": 0.25}
 """How much slower the reference may run beside the candidate before the clean one is used."""
 STRESS_SCALE = 32.0
+"""The stress trial multiplies floating inputs by this: same task, a wider range of values."""
 REFERENCES_THAT_RAN: set[tuple[str, str, str, str]] = set()
 """(task hash, device, sizes, module mode) whose reference the judge ran in this process: a
 candidate that fails to load or in its first call is then at fault; before that, the judge
 runs the reference first, so a broken task is reported as itself."""
-"""The stress trial multiplies floating inputs by this: same task, a wider range of values."""
 
 
 class _Verdict(Exception):
