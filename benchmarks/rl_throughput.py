@@ -71,7 +71,7 @@ def main() -> int:
     log = args.out / "evaluations.jsonl"
     t0 = time.perf_counter()
     with LocalEvaluator(config, jobs=args.jobs) as ev:
-        rows = evaluate_all(ev, items, log, "rl", args.jobs, args.duration_s)
+        rows = evaluate_all(ev, items, log, "rl", args.jobs, time.monotonic() + args.duration_s)
     wall = time.perf_counter() - t0
 
     fresh = [r for r in rows if r["subject"] is None]
