@@ -60,9 +60,7 @@ def test_a_candidate_that_fails_to_load_costs_no_reference_work():
         "class ModelNew(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n",
     )
     config = EvalConfig(**FAST)
-    evaluator.REFERENCES_THAT_RAN.discard(
-        (GELU.hash, config.device, str(config.size_profile), config.module_mode)
-    )
+    evaluator.REFERENCES_THAT_RAN.discard(evaluator.reference_key(GELU, config))
     first = _eval(failing + "# 1\n")
     again = _eval(failing + "# 2\n")
     for r in (first, again):

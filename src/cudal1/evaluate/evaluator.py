@@ -97,9 +97,14 @@ BASELINE_DRIFT = {"cuda": 0.10, "cpu": 0.25}
 STRESS_SCALE = 32.0
 """The stress trial multiplies floating inputs by this: same task, a wider range of values."""
 REFERENCES_THAT_RAN: set[tuple[str, str, str, str]] = set()
-"""(task hash, device, sizes, module mode) whose reference the judge ran in this process: a
-candidate that fails to load or in its first call is then at fault; before that, the judge
-runs the reference first, so a broken task is reported as itself."""
+"""`reference_key`s whose reference the judge ran in this process: a candidate that fails to
+load or in its first call is then at fault; before that, the judge runs the reference first,
+so a broken task is reported as itself."""
+
+
+def reference_key(task: Task, cfg: EvalConfig) -> tuple[str, str, str, str]:
+    """What the judge's reference run depends on: the task, the device, sizes, module mode."""
+    return (task.hash, cfg.device, cfg.size_profile, cfg.module_mode)
 
 
 class _Verdict(Exception):
@@ -662,7 +667,7 @@ def _evaluate(run: _Run) -> None:
             res.phase_seconds["compile"] = _build(run.builder, common, run.build_env, cfg)
     run.phase("build", t0)
 
-    reference_key = (run.task.hash, cfg.device, str(cfg.size_profile), cfg.module_mode)
+    ref_key = reference_key(run.task, cfg)
 
     def expected_outputs() -> tuple[dict[str, Any], list[float]]:
         """The judge's expected outputs (shared holds), and a first look at the reference's
@@ -682,7 +687,7 @@ def _evaluate(run: _Run) -> None:
             )
         with device("prepare"):
             first = time_clean(_pairs(cfg, None))
-        REFERENCES_THAT_RAN.add(reference_key)
+        REFERENCES_THAT_RAN.add(ref_key)
         run.phase("reference", t0)
         return meta, first
 
@@ -725,7 +730,7 @@ def _evaluate(run: _Run) -> None:
         )
         _check_answer(run, called, "first_call")
     except _Verdict:
-        if reference_key not in REFERENCES_THAT_RAN:  # a task that fails is named, not blamed
+        if ref_key not in REFERENCES_THAT_RAN:  # a task that fails is named, not blamed
             expected_outputs()
         raise
     res.phase_seconds["compile"] = round(
