@@ -17,14 +17,13 @@
 #   curve       one chunk ($CURVE_STEPS, default 25) of the learning curve's arms in $CURVE_ARM
 #               (default contrastive; several run side by side, e.g. "contrastive plain
 #               untrained"; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
-#               from the parts carried in .model (benchmarks/parts.py), arm states carried back in
-#               .state (both stashed by earlier calls too); each training arm's state leaves
-#               in 15 MiB parts directly under $OUT, the untrained arm's in the pack of $WORK
-#   stash       keep the parts carried in .model and .state under /tmp/model-parts and
-#               /tmp/state-parts, where `curve` joins them: the model's parts, the arms' states
-#               and TRL's wheels exceed one call's carry, so a warm machine collects them over
-#               consecutive calls (each call's carry replaces the last's in the tree, never in
-#               the stash)
+#               from the parts carried in .model (benchmarks/parts.py, stashed by earlier calls
+#               too), the arms' states from the tree ($CURVE_STATE, committed: a new checkout has
+#               no ignored files); each arm's state leaves packed directly under $OUT
+#   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
+#               them: the model's parts and TRL's wheels exceed one call's carry, so a warm
+#               machine collects them over consecutive calls (each call's carry replaces the
+#               last's in the tree, never in the stash)
 #   throughput  candidates/hour, pool against one at a time (run alone: it measures idle time);
 #               $TP_GPUS spreads the pool over that many GPUs, $TP_BACKEND=ray uses Ray actors
 #               (carry Ray's wheel in .whl), e.g. TP_GPUS=4 TP_SEQUENTIAL=0 for the multi-GPU run
@@ -42,6 +41,7 @@ if [ "${1:-}" = "--limit" ]; then LIMIT=$2; shift 2; fi
 export PYTHONPATH=$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}
 export TORCH_CUDA_ARCH_LIST=9.0 PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-4}
 CUDA_L1=.device_data/cuda-l1-h100.jsonl
+CURVE_STATE=${CURVE_STATE:-benchmarks/results/2026-12-06-h100/learning-curve/state}
 WORK=${WORK:-/tmp/h200-work}
 AUDIT_DIR=${AUDIT_DIR:-$WORK/audit}
 AUDIT_KB_DIR=${AUDIT_KB_DIR:-$WORK/audit-kb}
@@ -64,10 +64,9 @@ wheels() {
   fi
 }
 
-stash_parts() {  # the parts carried in .model and .state this call, beside earlier calls'
-  mkdir -p /tmp/model-parts /tmp/state-parts
+stash_parts() {  # the parts carried in .model this call, beside earlier calls'
+  mkdir -p /tmp/model-parts
   [ -d .model ] && cp .model/* /tmp/model-parts/
-  [ -d .state ] && cp .state/* /tmp/state-parts/
   return 0
 }
 
@@ -102,7 +101,8 @@ part() {
       stash_parts
       [ -f /tmp/smollm2.gguf ] || python3 benchmarks/parts.py join --parts /tmp/model-parts \
         --to /tmp/smollm2.gguf || return 1
-      python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack /tmp/state-parts || return 1
+      # an arm already under /tmp/curve-state (a machine still warm) keeps its own state
+      python3 benchmarks/learning_curve.py --state /tmp/curve-state --unpack "$CURVE_STATE" || return 1
       # what the host and the GPU were doing, every 10 s: load average, GPU use and memory
       (while sleep 10; do echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)" \
         "$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"; done \
@@ -110,12 +110,10 @@ part() {
       sampler=$!
       arms=()
       for arm in ${CURVE_ARM:-contrastive}; do  # several arms run side by side
-        # a training arm's state (28 MB) comes back in parts under $OUT; the untrained arm's
-        # (a few kB) inside the pack of $WORK, as 8 files at most come back
-        packed=$OUT; [ "$arm" = untrained ] && packed=$WORK/curve/untrained-state
+        # each arm's state comes back as its manifest and one part (8 files at most come back)
         timeout -s INT -k 20 "$LIMIT" python3 benchmarks/learning_curve.py --state /tmp/curve-state \
           --arm "$arm" --model /tmp/smollm2.gguf --device cuda --steps "${CURVE_STEPS:-25}" \
-          --pack "$packed" ${CURVE_ARGS:-} >"$WORK/curve/$arm.log" 2>&1 &
+          --pack "$OUT" ${CURVE_ARGS:-} >"$WORK/curve/$arm.log" 2>&1 &
         arms+=($!)
       done
       wait "${arms[@]}"
@@ -125,7 +123,7 @@ part() {
         echo "--- $arm"; tail -n 12 "$WORK/curve/$arm.log"
       done ;;
     stash)
-      stash_parts && ls -la /tmp/model-parts /tmp/state-parts ;;
+      stash_parts && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }

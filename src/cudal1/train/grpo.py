@@ -246,7 +246,11 @@ def run_grpo(
         peft_config = LoraConfig(
             r=stage.lora_rank,
             lora_alpha=2 * stage.lora_rank,
-            target_modules="all-linear",
+            target_modules=(
+                stage.lora_modules
+                if stage.lora_modules == "all-linear"
+                else [m.strip() for m in stage.lora_modules.split(",")]
+            ),
             task_type="CAUSAL_LM",
         )
     trainer = GRPOTrainer(
