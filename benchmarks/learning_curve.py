@@ -56,6 +56,7 @@ fifth of the parameters and of the optimiser state.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -348,7 +349,12 @@ def pack(state: Path, arm: str, out: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / f"{arm}-state.tgz"
         with tarfile.open(archive, "w:gz") as tar:
-            tar.add(state / arm, arcname=arm, filter=keep)
+            for path in [state / arm, *sorted((state / arm).rglob("*"))]:
+                name = path.relative_to(state).as_posix()
+                # a run cut short may still close its database, and SQLite then removes its
+                # shared-memory file between the listing and the adding
+                with contextlib.suppress(FileNotFoundError):
+                    tar.add(path, arcname=name, recursive=False, filter=keep)
         return split(archive, out, FETCH_PART_MIB)
 
 
@@ -401,7 +407,15 @@ def main() -> int:
     )
     parser.add_argument("--samples", type=int, default=4, help="Sampled answers per task.")
     parser.add_argument("--repeats", type=int, default=1, help="Untrained arm: evaluations in all.")
-    parser.add_argument("--eval-jobs", type=int, default=8)
+    parser.add_argument(
+        "--eval-jobs",
+        type=int,
+        default=4,
+        help="Evaluations at once, per arm. A CUDA pool holds about four CUDA contexts a job "
+        "(a judge and a candidate worker running, one of each ready), 718 MiB each on the H100: "
+        "three arms at 8 filled its 80 GB and a judge ran out of memory; at 4 they peaked at "
+        "50.6 GB.",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--unpack", type=Path, help="First unpack the arm states packed (by --pack) here."
