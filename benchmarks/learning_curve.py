@@ -111,7 +111,8 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
     if target <= done:
         return done
     stage = GRPOStageConfig(
-        steps=target,
+        steps=args.total,  # the schedule spans the whole run; this call ends at `target`
+        stop_after=target,
         num_generations=args.generations,
         prompts_per_step=args.prompts,
         max_completion_length=args.max_tokens,
@@ -334,17 +335,19 @@ def report(state: Path, out: Path) -> int:
 
 TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "chat_template.jinja", "vocab.json", "merges.txt"}  # fmt: skip
-"""What a checkpoint holds of the tokenizer (3.4 MB): resuming loads it from the model."""
+"""What a checkpoint holds of the tokenizer (3.4 MB): resuming loads it from the model, so a
+checkpoint's copy is not packed."""
 
 
 def pack(state: Path, arm: str, out: Path) -> list[Path]:
     """The arm's state as a gzipped tar in parts small enough to come back from the device;
     without the final model, which the next chunk writes again, or the tokenizer."""
-    final = f"{arm}/run/final"
+    final, checkpoints = f"{arm}/run/final", f"{arm}/run/checkpoints/"
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         cut = info.name == final or info.name.startswith(final + "/")
-        return None if cut or Path(info.name).name in TOKENIZER_FILES else info
+        tokenizer = info.name.startswith(checkpoints) and Path(info.name).name in TOKENIZER_FILES
+        return None if cut or tokenizer else info
 
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / f"{arm}-state.tgz"

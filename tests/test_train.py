@@ -427,3 +427,28 @@ def test_a_model_directory_published_twice_keeps_the_first(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["smollm2"]
     with pytest.raises(FileNotFoundError):  # any other failure is not hidden
         publish_dir(tmp_path / "models" / "gone", tmp_path / "models" / "other")
+
+
+def test_a_run_cut_into_chunks_keeps_the_whole_runs_schedule(cli, tmp_path):
+    """`grpo.stop_after` ends an invocation early with a checkpoint; resumed, the run's
+    learning rate is the one a single run of `--steps` has at every step (linear decay over
+    4 steps: 1, 3/4, 1/2, 1/4 of the rate). Chunks of growing `--steps` instead (2, then 4)
+    would have decayed to 1/2 by step 2."""
+    pytest.importorskip("trl")
+    out = tmp_path / "grpo"
+    args = [
+        *("train", "grpo", "--backend", "trl", "--model", "tiny-random", "--device", "cpu"),
+        *("--out", str(out), "--steps", "4", "--set", 'run.tasks=["L1_20"]'),
+        *("--set", "grpo.num_generations=2", "--set", "grpo.max_completion_length=8"),
+        *("--set", "grpo.learning_rate=1e-4", "--set", "grpo.save_steps=10"),
+        *("--set", "eval.trials=1", "--set", "eval.min_pairs=7", "--set", "eval.max_pairs=7"),
+    ]
+    code, _, err = cli(*args, "--set", "grpo.stop_after=2")
+    assert code == 0, err
+    assert json.loads((out / "grpo.json").read_text())["steps"] == 2
+    assert [p.name for p in (out / "checkpoints").iterdir() if p.is_dir()] == ["checkpoint-2"]
+    code, _, err = cli(*args)
+    assert code == 0, err
+    state = json.loads((out / "checkpoints" / "checkpoint-4" / "trainer_state.json").read_text())
+    rates = {h["step"]: h["learning_rate"] for h in state["log_history"] if "learning_rate" in h}
+    assert rates == pytest.approx({1: 1e-4, 2: 0.75e-4, 3: 0.5e-4, 4: 0.25e-4})

@@ -142,6 +142,10 @@ class GRPOStageConfig:
     """Stop at the first step that ends past this many seconds of training and save a
     checkpoint there (trl backend): a run that must fit a time limit (one device call) ends
     cleanly, and the next invocation resumes it."""
+    stop_after: int | None = None
+    """End this invocation at this step, with a checkpoint there (trl backend), while the
+    learning-rate schedule still spans `steps`: a run cut into chunks learns as one run of
+    `steps` would, where chunks of growing `steps` would restart its decay each time."""
     use_vllm: bool = False
     lora: bool = False
     lora_rank: int = 16

@@ -201,15 +201,16 @@ def run_grpo(
                     f.write(json.dumps(row) + "\n")
 
     class Deadline(TrainerCallback):
-        """Ends training at the first step past `stage.time_budget_s`, with a checkpoint
-        there, so a run cut to a time limit resumes where it stopped."""
+        """Ends training at the first step past `stage.time_budget_s`, or at step
+        `stage.stop_after`, with a checkpoint there, so the next invocation resumes it."""
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             self.t0 = time.perf_counter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             budget = stage.time_budget_s
-            if budget is not None and time.perf_counter() - self.t0 >= budget:
+            late = budget is not None and time.perf_counter() - self.t0 >= budget
+            if late or (stage.stop_after is not None and state.global_step >= stage.stop_after):
                 control.should_save = True
                 control.should_training_stop = True
 
