@@ -54,7 +54,7 @@ def test_an_arm_state_packs_and_unpacks_without_its_final_model(tmp_path):
     checkpoint.mkdir(parents=True)
     (checkpoint / "optimizer.pt").write_bytes(os.urandom(3 << 20))
     (checkpoint / "adapter_model.safetensors").write_bytes(os.urandom(1 << 20))
-    (checkpoint / "tokenizer.json").write_text("{}")  # the model's, written again on resume
+    (checkpoint / "tokenizer.json").write_text("{}")  # the model's: resuming reads that one
     (arm / "run" / "final").mkdir()
     (arm / "run" / "final" / "adapter_model.safetensors").write_bytes(b"x" * 100)
     (arm / "metrics.jsonl").write_text('{"step": 25}\n')

@@ -452,3 +452,6 @@ def test_a_run_cut_into_chunks_keeps_the_whole_runs_schedule(cli, tmp_path):
     state = json.loads((out / "checkpoints" / "checkpoint-4" / "trainer_state.json").read_text())
     rates = {h["step"]: h["learning_rate"] for h in state["log_history"] if "learning_rate" in h}
     assert rates == pytest.approx({1: 1e-4, 2: 0.75e-4, 3: 0.5e-4, 4: 0.25e-4})
+    code, _, err = cli(*args, "--set", "grpo.stop_after=3")  # already past it: one line
+    assert code != 0 and "grpo.stop_after=3: the run is at step 4 of 4" in err
+    assert len(err.strip().splitlines()) == 1

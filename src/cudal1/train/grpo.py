@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cudal1.errors import Cudal1Error
 from cudal1.evaluate import EvalConfig
 from cudal1.optimize import Reviewer, ReviewThresholds
 from cudal1.policy import make_policy
@@ -77,6 +78,12 @@ def run_grpo(
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    done = steps_saved(run.out / "checkpoints")
+    if stage.stop_after is not None and not done < stage.stop_after <= stage.steps:
+        raise Cudal1Error(
+            f"grpo.stop_after={stage.stop_after}: the run is at step {done} of {stage.steps}; "
+            "give a step after the one it is at, up to grpo.steps"
+        )
     run.out.mkdir(parents=True, exist_ok=True)
     tasks = select_tasks(run)
     db = open_db(run)
