@@ -414,7 +414,7 @@ def main() -> int:
         "--eval-jobs",
         type=int,
         default=4,
-        help="Evaluations at once, per arm. A CUDA pool holds about four CUDA contexts a job "
+        help="Evaluations at once, per arm. A CUDA pool holds up to four CUDA contexts a job "
         "(a judge and a candidate worker running, one of each ready), 718 MiB each on the H100: "
         "three arms at 8 filled its 80 GB and a judge ran out of memory; at 4 they peaked at "
         "50.6 GB.",

@@ -1,9 +1,10 @@
 """Move a file larger than a device call allows, in parts. A call carries at most 64 MiB of
 working tree to the H200 (the repository is about 8 MB of it, and 11 MB more with the learning
-curve's two trained arms' committed states) and brings back at most 8 files of 16 MiB each: the embedded model's GGUF file
-(98 MB) goes there in three parts (38, 38 and 18 MiB) carried by consecutive calls to a machine
-kept warm, the last beside TRL's wheels (3 MB), and a learning-curve arm's state comes back in
-15 MiB parts (one, since its adapter is on q and v only: 5.4 MB).
+curve's two trained arms' committed states) and brings back at most 8 files of 16 MiB each: the
+embedded model's GGUF file (98 MB) goes there in three parts (38, 38 and 18 MiB) carried by
+consecutive calls to a machine kept warm, the last beside TRL's wheels (3 MB), and a
+learning-curve arm's state comes back in 15 MiB parts (one, since its adapter is on q and v
+only: 5.4 MB).
 
 `split` writes NAME.part-0, NAME.part-1, ... and NAME.manifest.json (SHA-256 digests of each
 part and of the whole) into one folder, flat, so each part can be carried or fetched on its own;

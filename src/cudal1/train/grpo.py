@@ -78,7 +78,8 @@ def run_grpo(
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    done = steps_saved(run.out / "checkpoints")
+    checkpoints = run.out / "checkpoints"
+    done = steps_saved(checkpoints)
     if stage.stop_after is not None and not done < stage.stop_after <= stage.steps:
         raise Cudal1Error(
             f"grpo.stop_after={stage.stop_after}: the run is at step {done} of {stage.steps}; "
@@ -104,9 +105,8 @@ def run_grpo(
     )
     evaluator = evaluator_for(run, eval_config)
     shaper = RewardShaper(shaping)
-    checkpoints = run.out / "checkpoints"
     resume = last_checkpoint(checkpoints)
-    kept = read_step_log(run.out, steps_saved(checkpoints))
+    kept = read_step_log(run.out, done)
     (run.out / STEP_LOG).write_text("".join(json.dumps(r) + "\n" for r in kept))
     if resume is not None and (resume / SHAPER_STATE).is_file():
         shaper.load_state(json.loads((resume / SHAPER_STATE).read_text()))
