@@ -285,7 +285,75 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
             print(json.dumps(row), flush=True)
 
 
-def report(state: Path, out: Path) -> int:
+def windows(last_step: int, eval_every: int) -> list[tuple[int, int]]:
+    """Steps 1-5 (the exemplar database is still empty, so both arms see the same prompts), then
+    one window a held-out evaluation: 6-25, 26-50, ..."""
+    bounds = [(1, 5), (6, eval_every)]
+    while bounds[-1][1] < last_step:
+        bounds.append((bounds[-1][1] + 1, bounds[-1][1] + eval_every))
+    return [(lo, min(hi, last_step)) for lo, hi in bounds if lo <= last_step]
+
+
+def rate(rows: list[dict[str, Any]], key: str) -> float:
+    """A fraction over all the rows' rollouts (each row a step)."""
+    return sum(r[key] * r["rollouts"] for r in rows) / sum(r["rollouts"] for r in rows)
+
+
+def paired_difference(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], key: str, draws: int = 10_000
+) -> tuple[float, float, float]:
+    """`a`'s rate minus `b`'s over the steps both have, and a 95 % bootstrap interval that
+    resamples whole steps (a step's rollouts share prompts, so they are not independent)."""
+    import random
+
+    by_step = {r["step"]: r for r in b}
+    pairs = [(r, by_step[r["step"]]) for r in a if r["step"] in by_step]
+    if not pairs:
+        return math.nan, math.nan, math.nan
+    rng = random.Random(0)
+    diffs = []
+    for _ in range(draws):
+        drawn = rng.choices(pairs, k=len(pairs))
+        diffs.append(rate([x for x, _ in drawn], key) - rate([y for _, y in drawn], key))
+    diffs.sort()
+    point = rate([x for x, _ in pairs], key) - rate([y for _, y in pairs], key)
+    return point, diffs[int(0.025 * draws)], diffs[int(0.975 * draws) - 1]
+
+
+def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) -> list[str]:
+    """Training rollouts by window: each arm's correct, parse and refused rates, and whether
+    contrastive's lead over plain is larger than its step-to-step spread."""
+    last = min((rows[-1]["step"] for arm, rows in metrics.items() if rows and arm != "untrained"),
+               default=0)  # fmt: skip
+    lines = [
+        "| steps | arm | rollouts | correct | parse | refused (by reason) |",
+        "|---|---|---|---|---|---|",
+    ]
+    compare = [
+        "| steps | contrastive - plain, correct | 95 % interval (steps resampled) |",
+        "|---|---|---|",
+    ]
+    for lo, hi in windows(last, eval_every):
+        span = {
+            arm: [r for r in metrics[arm] if lo <= r["step"] <= hi]
+            for arm in ("contrastive", "plain")
+        }
+        for arm, rows in span.items():
+            reasons: Counter[str] = Counter()
+            for r in rows:
+                reasons.update(r["refused_by_reason"])
+            by_reason = ", ".join(f"{kind} {n}" for kind, n in sorted(reasons.items()))
+            lines.append(
+                f"| {lo}-{hi} | {arm} | {sum(r['rollouts'] for r in rows)} | "
+                f"{rate(rows, 'correct'):.3f} | {rate(rows, 'parse'):.3f} | "
+                f"{rate(rows, 'refused'):.3f} {by_reason} |"
+            )
+        point, low, high = paired_difference(span["contrastive"], span["plain"], "correct")
+        compare.append(f"| {lo}-{hi} | {point:+.3f} | {low:+.3f} to {high:+.3f} |")
+    return [*lines, "", *compare]
+
+
+def report(state: Path, out: Path, eval_every: int) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -294,8 +362,8 @@ def report(state: Path, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     metrics = {arm: read_jsonl(state / arm / "metrics.jsonl") for arm in ARMS}
     held = {arm: read_jsonl(state / arm / "heldout.jsonl") for arm in ARMS}
-    color = {arm: f"C{i}" for i, arm in enumerate(ARMS)}  # one colour an arm in both panels
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    color = {arm: f"C{i}" for i, arm in enumerate(ARMS)}  # one colour an arm in every panel
+    fig, (left, *right) = plt.subplots(1, 3, figsize=(15, 4))
     for arm, rows in metrics.items():
         if rows:
             steps = [r["step"] for r in rows]
@@ -304,30 +372,43 @@ def report(state: Path, out: Path) -> int:
             smooth = [statistics.fmean(rewards[max(0, i - 4) : i + 1]) for i in range(len(rows))]
             left.plot(steps, smooth, color=color[arm], label=f"{arm} (mean of the last 5 steps)")
     left.set(xlabel="GRPO step", ylabel="shaped reward (mean of the step's rollouts)")
-    for arm, rows in held.items():
-        sampled = [r for r in rows if r["mode"] == "sampled"]
-        correct = [r["correct"] for r in sampled]
-        if arm == "untrained" and sampled:  # not trained: a level, its band the repeats' range
-            right.axhline(statistics.fmean(correct), color=color[arm], ls="--", label=arm)
-            right.axhspan(min(correct), max(correct), color=color[arm], alpha=0.15)
-        elif sampled:
-            right.plot([r["step"] for r in sampled], correct, "o-", color=color[arm], label=arm)
-    right.set(xlabel="GRPO step", ylabel="held-out correct rate (sampled)")
-    for ax in (left, right):
+    for ax, mode in zip(right, ("greedy", "sampled"), strict=True):
+        start = [r["correct"] for r in held["untrained"] if r["mode"] == mode]
+        if start:  # not trained: its repeats' mean and range, the start of both trained arms
+            ax.axhline(
+                statistics.fmean(start), color=color["untrained"], ls="--", label="untrained"
+            )
+            ax.axhspan(min(start), max(start), color=color["untrained"], alpha=0.15)
+        for arm in ("contrastive", "plain"):
+            rows = [r for r in held[arm] if r["mode"] == mode]
+            if rows:
+                steps = [0] + [r["step"] for r in rows]
+                values = [statistics.fmean(start) if start else math.nan] + [
+                    r["correct"] for r in rows
+                ]
+                style = "o-" if arm == "contrastive" else "x--"  # both seen where equal
+                ax.plot(steps, values, style, color=color[arm], label=arm)
+        ax.set(xlabel="GRPO step", ylabel=f"held-out correct rate ({mode})", xlim=(-2, None))
+    for ax in (left, *right):
         if ax.get_legend_handles_labels()[0]:  # a panel with nothing yet has no legend
             ax.legend()
     fig.tight_layout()
     fig.savefig(out / "curve.png", dpi=120)
     for name, rows in (("metrics.jsonl", metrics), ("heldout.jsonl", held)):
         (out / name).write_text("".join(json.dumps(r) + "\n" for arm in ARMS for r in rows[arm]))
-    lines = ["# Learning curve", "", "| arm | step | mode | parse | correct | geomean | refused |"]
-    lines.append("|---|---|---|---|---|---|---|")
+    lines = ["# Learning curve", "", "## Held-out split", ""]
+    lines += [
+        "| arm | step | mode | parse | correct | geomean | refused |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for arm in ARMS:
         for r in held[arm]:
             lines.append(
                 f"| {arm} | {r['step']} | {r['mode']} | {r['parse']} | {r['correct']} | "
                 f"{r['geomean_speedup']} | {r['refused']} |"
             )
+    if metrics["contrastive"] and metrics["plain"]:
+        lines += ["", "## Training rollouts", "", *training_table(metrics, eval_every)]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
@@ -440,7 +521,7 @@ def main() -> int:
             print(f"--unpack {args.unpack}: {e}", file=sys.stderr)
             return 1
     if args.report:
-        return report(args.state, args.report)
+        return report(args.state, args.report, args.eval_every)
     if args.arm is None:
         if args.unpack:
             return 0  # only unpacked: the arms then run side by side from the state

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -56,3 +57,44 @@ def test_batched_generation_continues_each_prompt_as_alone(tmp_path):
     assert batched == alone and all(len(a) == 1 and a[0] for a in batched)
     sampled = learning_curve.generate(model, tok, prompts, 0.7, 4, 12)
     assert [len(s) for s in sampled] == [4, 4, 4]
+
+
+def test_windows_follow_the_held_out_evaluations():
+    assert learning_curve.windows(3, 25) == [(1, 3)]
+    assert learning_curve.windows(25, 25) == [(1, 5), (6, 25)]
+    assert learning_curve.windows(60, 25) == [(1, 5), (6, 25), (26, 50), (51, 60)]
+
+
+def _steps(correct: list[float]) -> list[dict]:
+    return [{"step": i + 1, "correct": c, "rollouts": 32} for i, c in enumerate(correct)]
+
+
+def test_a_lead_counts_only_where_its_interval_excludes_zero():
+    """Resampling whole steps: an arm ahead at every step has an interval above zero; two arms
+    whose steps merely trade places have one that straddles it."""
+    ahead = learning_curve.paired_difference(
+        _steps([0.2, 0.1, 0.3, 0.2]), _steps([0.1, 0.0, 0.1, 0.1]), "correct"
+    )
+    assert ahead[0] == 0.125 and 0 < ahead[1] <= ahead[0] <= ahead[2]
+    traded = learning_curve.paired_difference(
+        _steps([0.3, 0.0, 0.3, 0.0]), _steps([0.0, 0.3, 0.0, 0.3]), "correct"
+    )
+    assert traded[0] == 0 and traded[1] < 0 < traded[2]
+    assert all(math.isnan(x) for x in learning_curve.paired_difference([], [], "correct"))
+
+
+def test_the_report_tables_training_rollouts_by_window(tmp_path):
+    for arm, correct in (("contrastive", 0.25), ("plain", 0.125)):
+        rows = [
+            {"arm": arm, "step": s, "reward_mean": -1.0, "correct": correct, "parse": 0.5,
+             "refused": 1 / 32 if s == 7 else 0.0, "rollouts": 32,
+             "refused_by_reason": {"aliases": 1} if s == 7 else {}}
+            for s in range(1, 11)
+        ]  # fmt: skip
+        (tmp_path / arm).mkdir()
+        (tmp_path / arm / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert learning_curve.report(tmp_path, tmp_path / "out", 25) == 0
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 aliases 1 |" in summary
+    assert "| 6-10 | +0.125 | +0.125 to +0.125 |" in summary
+    assert (tmp_path / "out" / "curve.png").stat().st_size > 0
