@@ -14,7 +14,8 @@
 #               $AUDIT_TASKS: only these task ids, e.g. to check entries a change concerns)
 #   audit-kb    the same with --tolerance kernelbench ($AUDIT_KB_JOBS workers, default $AUDIT_JOBS)
 #   grpo        stage 1 (augment, replay teacher) -> SFT -> stage 3 GRPO on the tiny model
-#   curve       one chunk ($CURVE_STEPS, default 25) of the learning curve's arms in $CURVE_ARM
+#   curve       up to $CURVE_STEPS steps (default 25) of the learning curve's arms in $CURVE_ARM,
+#               the held-out evaluation at each multiple of 25, while CURVE_ARGS' --budget-s lasts
 #               (default contrastive; several run side by side, e.g. "contrastive plain
 #               untrained"; $CURVE_ARGS adds options): TRL's wheels from .whl, the model joined
 #               from the parts carried in .model (benchmarks/parts.py, stashed by earlier calls

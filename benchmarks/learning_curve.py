@@ -2,8 +2,8 @@
 the bundled suite's training split, every rollout evaluated for real, with the held-out split
 evaluated every `--eval-every` steps; and the two controls measured the same way.
 
-    # one call trains one chunk of one arm (resuming it), then evaluates the held-out split
-    # when a multiple of --eval-every was reached (the untrained arm only evaluates)
+    # one call trains one arm up to --steps steps (resuming it), evaluating the held-out split
+    # at each multiple of --eval-every on the way (the untrained arm only evaluates)
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm contrastive --steps 25
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm plain --steps 25
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm untrained --repeats 3
@@ -42,8 +42,8 @@ shaped reward mean and std, parse, correct and refused fractions, refusals by re
 GPU-seconds of evaluation, the step's wall seconds; taken from the run's step log for the steps
 its checkpoint holds, so a chunk cut short records what it saved), DIR/ARM/heldout.jsonl (one
 line per held-out evaluation and decoding mode) and heldout_answers.jsonl (each answer's
-verdict). `--budget-s` ends a chunk at a saved step before the call's limit, and the state is
-packed even when the limit interrupts it. `--pack $OUT` ends a call by writing the state as a
+verdict). `--budget-s` ends a call at a saved step before its limit, and the state is packed
+even when the limit interrupts it. `--pack $OUT` ends a call by writing the state as a
 gzipped tar (without the tokenizer, which resuming takes from the model) in 15 MiB parts with
 their digests, and `--unpack DIR` starts the next call from them (an arm already on a machine
 still warm keeps its own state). `--no-run` only unpacks and packs. The packed states are
@@ -103,11 +103,13 @@ def steps_done(state: Path, arm: str) -> int:
     return steps_saved(state / arm / "run" / "checkpoints")
 
 
-def train_chunk(args: argparse.Namespace, arm: str) -> int:
-    """`--steps` more GRPO steps of `arm` (resumed from its last checkpoint); the step count."""
+def train_chunk(args: argparse.Namespace, arm: str, until: int, budget_s: float | None) -> int:
+    """GRPO steps of `arm` (resumed from its last checkpoint) up to `until` or the next
+    held-out evaluation, whichever comes first, or the first step past `budget_s`; the step
+    count."""
     done = steps_done(args.state, arm)
     next_eval = (done // args.eval_every + 1) * args.eval_every  # chunks end on evaluations
-    target = min(args.total, done + args.steps, next_eval)
+    target = min(until, next_eval)
     if target <= done:
         return done
     stage = GRPOStageConfig(
@@ -125,7 +127,7 @@ def train_chunk(args: argparse.Namespace, arm: str) -> int:
         lora_modules=args.lora_modules,
         save_steps=args.steps,
         keep_checkpoints=1,  # what travels back after each call: adapter, optimiser, database
-        time_budget_s=args.budget_s,
+        time_budget_s=budget_s,
     )
     summary = run_grpo(
         run_config(args, arm),
@@ -471,8 +473,10 @@ def main() -> int:
     parser.add_argument(
         "--budget-s",
         type=float,
-        help="Stop training at the first step past this many seconds (and save it there), "
-        "so a device call's limit ends a chunk cleanly; the next call resumes it.",
+        help="Seconds from the arm's start, held-out evaluations included, after which no "
+        "chunk starts; a chunk's training (its start-up not counted) stops at the first step "
+        "past them, saved there, so a device call's limit ends it cleanly and the next call "
+        "resumes it.",
     )
     parser.add_argument("--total", type=int, default=150)
     parser.add_argument("--eval-every", type=int, default=25)
@@ -550,23 +554,31 @@ def evaluation_due(args: argparse.Namespace, arm: str) -> int | None:
 
 
 def run_arm(args: argparse.Namespace) -> None:
-    """The untrained arm's held-out evaluations, or one chunk of a training arm (and the
-    held-out evaluation when it reaches a multiple of --eval-every)."""
+    """The untrained arm's held-out evaluations, or up to `--steps` steps of a training arm,
+    with the held-out evaluation at each multiple of `--eval-every`, until `--budget-s`."""
     if args.arm == "untrained":  # resumed too: the repeats already recorded count
         recorded = {r["repeat"] for r in read_jsonl(args.state / "untrained" / "heldout.jsonl")}
         for repeat in range(len(recorded), args.repeats):
             heldout(args, "untrained", 0, repeat)
         return
-    missed = evaluation_due(args, args.arm)
-    if missed is not None:
-        heldout(args, args.arm, missed)
+    deadline = None if args.budget_s is None else time.monotonic() + args.budget_s
     before = steps_done(args.state, args.arm)
-    try:
-        after = train_chunk(args, args.arm)
-    finally:  # an interrupted chunk still records the steps its checkpoint saved
-        record_steps(args, args.arm)
-    if evaluation_due(args, args.arm) is not None:
-        heldout(args, args.arm, after)
+    until = min(args.total, before + args.steps)
+    while True:  # chunks, each ending on a held-out evaluation, while the budget lasts
+        missed = evaluation_due(args, args.arm)  # also one a call's limit cut short
+        if missed is not None:
+            heldout(args, args.arm, missed)
+        done = steps_done(args.state, args.arm)
+        left = None if deadline is None else deadline - time.monotonic()
+        if done >= until or (left is not None and left <= 0):
+            break
+        try:
+            after = train_chunk(args, args.arm, until, left)
+        finally:  # an interrupted chunk still records the steps its checkpoint saved
+            record_steps(args, args.arm)
+        if after == done:
+            break
+    after = steps_done(args.state, args.arm)
     print(f"{args.arm}: steps {before} -> {after}", flush=True)
 
 

@@ -1,17 +1,35 @@
-"""The learning curve's own logic: which held-out evaluation a resumed call owes, and the
-held-out answers generated as one batch, each as its prompt alone would be continued."""
+"""The learning curve's own logic: which held-out evaluation a resumed call owes, chunks that
+run on across evaluations, the held-out answers generated as one batch (each as its prompt
+alone would be continued), and the report's comparison of the arms."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import learning_curve
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT / 'benchmarks'}"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / name), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
 
 
 def _state(tmp_path: Path, step: int, evaluated: list[tuple[int, str]]) -> argparse.Namespace:
@@ -98,3 +116,28 @@ def test_the_report_tables_training_rollouts_by_window(tmp_path):
     assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 aliases 1 |" in summary
     assert "| 6-10 | +0.125 | +0.125 to +0.125 |" in summary
     assert (tmp_path / "out" / "curve.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_call_trains_chunk_after_chunk_with_each_evaluation_between(tmp_path):
+    """One call crosses a held-out evaluation and trains on (a call no longer ends at each
+    multiple of --eval-every); the next resumes, and a spent budget only settles what is owed."""
+    pytest.importorskip("trl")
+    state = tmp_path / "state"
+    tiny = ["--arm", "plain", "--model", "tiny-random", "--device", "cpu", "--eval-every", "2"]
+    tiny += ["--total", "4", "--prompts", "1", "--generations", "2", "--max-tokens", "8"]
+    tiny += ["--eval-jobs", "1", "--state", str(state)]
+
+    def steps(name: str) -> list[int]:
+        return [r["step"] for r in learning_curve.read_jsonl(state / "plain" / name)]
+
+    done = script("learning_curve.py", *tiny, "--steps", "3")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "plain: steps 0 -> 3" in done.stdout
+    assert steps("metrics.jsonl") == [1, 2, 3] and steps("heldout.jsonl") == [2, 2]
+
+    done = script("learning_curve.py", *tiny, "--steps", "5", "--budget-s", "0")
+    assert done.returncode == 0 and "plain: steps 3 -> 3" in done.stdout
+    done = script("learning_curve.py", *tiny, "--steps", "5")
+    assert done.returncode == 0 and "plain: steps 3 -> 4" in done.stdout
+    assert steps("metrics.jsonl") == [1, 2, 3, 4] and steps("heldout.jsonl") == [2, 2, 4, 4]
