@@ -59,6 +59,7 @@ import argparse
 import contextlib
 import json
 import math
+import random
 import statistics
 import sys
 import tarfile
@@ -290,9 +291,10 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
 def windows(last_step: int, eval_every: int) -> list[tuple[int, int]]:
     """Steps 1-5 (the exemplar database is still empty, so both arms see the same prompts), then
     one window a held-out evaluation: 6-25, 26-50, ..."""
-    bounds = [(1, 5), (6, eval_every)]
+    bounds = [(1, 5)]
     while bounds[-1][1] < last_step:
-        bounds.append((bounds[-1][1] + 1, bounds[-1][1] + eval_every))
+        lo = bounds[-1][1] + 1
+        bounds.append((lo, -(-lo // eval_every) * eval_every))  # to the next evaluation
     return [(lo, min(hi, last_step)) for lo, hi in bounds if lo <= last_step]
 
 
@@ -306,8 +308,6 @@ def paired_difference(
 ) -> tuple[float, float, float]:
     """`a`'s rate minus `b`'s over the steps both have, and a 95 % bootstrap interval that
     resamples whole steps (a step's rollouts share prompts, so they are not independent)."""
-    import random
-
     by_step = {r["step"]: r for r in b}
     pairs = [(r, by_step[r["step"]]) for r in a if r["step"] in by_step]
     if not pairs:
@@ -325,8 +325,8 @@ def paired_difference(
 def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) -> list[str]:
     """Training rollouts by window: each arm's correct, parse and refused rates, and whether
     contrastive's lead over plain is larger than its step-to-step spread."""
-    last = min((rows[-1]["step"] for arm, rows in metrics.items() if rows and arm != "untrained"),
-               default=0)  # fmt: skip
+    trained = [rows[-1]["step"] for arm, rows in metrics.items() if rows and arm != "untrained"]
+    last = min(trained, default=0)
     lines = [
         "| steps | arm | rollouts | correct | parse | refused (by reason) |",
         "|---|---|---|---|---|---|",

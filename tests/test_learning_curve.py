@@ -81,6 +81,7 @@ def test_windows_follow_the_held_out_evaluations():
     assert learning_curve.windows(3, 25) == [(1, 3)]
     assert learning_curve.windows(25, 25) == [(1, 5), (6, 25)]
     assert learning_curve.windows(60, 25) == [(1, 5), (6, 25), (26, 50), (51, 60)]
+    assert learning_curve.windows(9, 2) == [(1, 5), (6, 6), (7, 8), (9, 9)]
 
 
 def _steps(correct: list[float]) -> list[dict]:
