@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,18 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import learning_curve
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT / 'benchmarks'}"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / name), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+from tests.scripts import script
 
 
 def _state(tmp_path: Path, step: int, evaluated: list[tuple[int, str]]) -> argparse.Namespace:

@@ -4,22 +4,8 @@ byte, a wrong or missing part is named, and a learning-curve arm's state packs a
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / name), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+from tests.scripts import script
 
 
 def test_parts_join_to_the_file_split_or_name_the_bad_part(tmp_path):
