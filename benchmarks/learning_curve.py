@@ -348,7 +348,7 @@ def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) ->
             lines.append(
                 f"| {lo}-{hi} | {arm} | {sum(r['rollouts'] for r in rows)} | "
                 f"{rate(rows, 'correct'):.3f} | {rate(rows, 'parse'):.3f} | "
-                f"{rate(rows, 'refused'):.3f} {by_reason} |"
+                f"{rate(rows, 'refused'):.3f}{f' ({by_reason})' if by_reason else ''} |"
             )
         point, low, high = paired_difference(span["contrastive"], span["plain"], "correct")
         compare.append(f"| {lo}-{hi} | {point:+.3f} | {low:+.3f} to {high:+.3f} |")

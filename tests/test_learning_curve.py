@@ -81,11 +81,11 @@ def test_a_lead_counts_only_where_its_interval_excludes_zero():
     ahead = learning_curve.paired_difference(
         _steps([0.2, 0.1, 0.3, 0.2]), _steps([0.1, 0.0, 0.1, 0.1]), "correct"
     )
-    assert ahead[0] == 0.125 and 0 < ahead[1] <= ahead[0] <= ahead[2]
+    assert ahead[0] == pytest.approx(0.125) and 0 < ahead[1] <= ahead[0] <= ahead[2]
     traded = learning_curve.paired_difference(
         _steps([0.3, 0.0, 0.3, 0.0]), _steps([0.0, 0.3, 0.0, 0.3]), "correct"
     )
-    assert traded[0] == 0 and traded[1] < 0 < traded[2]
+    assert traded[0] == pytest.approx(0) and traded[1] < 0 < traded[2]
     assert all(math.isnan(x) for x in learning_curve.paired_difference([], [], "correct"))
 
 
@@ -101,7 +101,7 @@ def test_the_report_tables_training_rollouts_by_window(tmp_path):
         (tmp_path / arm / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert learning_curve.report(tmp_path, tmp_path / "out", 25) == 0
     summary = (tmp_path / "out" / "summary.md").read_text()
-    assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 aliases 1 |" in summary
+    assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 (aliases 1) |" in summary
     assert "| 6-10 | +0.125 | +0.125 to +0.125 |" in summary
     assert (tmp_path / "out" / "curve.png").stat().st_size > 0
 
