@@ -166,6 +166,7 @@ def record_steps(args: argparse.Namespace, arm: str) -> None:
                 "eval_gpu_s": m["time/eval_device_s"],
                 "reward_s": m["time/reward_s"],
                 "wall_s": m["wall_s"],
+                "update_skipped": m["update_skipped"],  # its gradient was not finite
             }
             f.write(json.dumps(row) + "\n")
 
@@ -328,8 +329,8 @@ def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) ->
     trained = [rows[-1]["step"] for arm, rows in metrics.items() if rows and arm != "untrained"]
     last = min(trained, default=0)
     lines = [
-        "| steps | arm | rollouts | correct | parse | refused (by reason) |",
-        "|---|---|---|---|---|---|",
+        "| steps | arm | rollouts | correct | parse | refused (by reason) | updates skipped |",
+        "|---|---|---|---|---|---|---|",
     ]
     compare = [
         "| steps | contrastive - plain, correct | 95 % interval (steps resampled) |",
@@ -348,7 +349,8 @@ def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) ->
             lines.append(
                 f"| {lo}-{hi} | {arm} | {sum(r['rollouts'] for r in rows)} | "
                 f"{rate(rows, 'correct'):.3f} | {rate(rows, 'parse'):.3f} | "
-                f"{rate(rows, 'refused'):.3f}{f' ({by_reason})' if by_reason else ''} |"
+                f"{rate(rows, 'refused'):.3f}{f' ({by_reason})' if by_reason else ''} | "
+                f"{sum(bool(r.get('update_skipped')) for r in rows)} |"  # rows before it: none
             )
         point, low, high = paired_difference(span["contrastive"], span["plain"], "correct")
         compare.append(f"| {lo}-{hi} | {point:+.3f} | {low:+.3f} to {high:+.3f} |")

@@ -94,14 +94,16 @@ def test_the_report_tables_training_rollouts_by_window(tmp_path):
         rows = [
             {"arm": arm, "step": s, "reward_mean": -1.0, "correct": correct, "parse": 0.5,
              "refused": 1 / 32 if s == 7 else 0.0, "rollouts": 32,
-             "refused_by_reason": {"aliases": 1} if s == 7 else {}}
+             "refused_by_reason": {"aliases": 1} if s == 7 else {},
+             "update_skipped": arm == "contrastive" and s == 8}
             for s in range(1, 11)
         ]  # fmt: skip
         (tmp_path / arm).mkdir()
         (tmp_path / arm / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert learning_curve.report(tmp_path, tmp_path / "out", 25) == 0
     summary = (tmp_path / "out" / "summary.md").read_text()
-    assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 (aliases 1) |" in summary
+    assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 (aliases 1) | 1 |" in summary
+    assert "| 6-10 | plain | 160 | 0.125 | 0.500 | 0.006 (aliases 1) | 0 |" in summary
     assert "| 6-10 | +0.125 | +0.125 to +0.125 |" in summary
     assert (tmp_path / "out" / "curve.png").stat().st_size > 0
 
@@ -123,6 +125,8 @@ def test_a_call_trains_chunk_after_chunk_with_each_evaluation_between(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "plain: steps 0 -> 3" in done.stdout
     assert steps("metrics.jsonl") == [1, 2, 3] and steps("heldout.jsonl") == [2, 2]
+    metrics = learning_curve.read_jsonl(state / "plain" / "metrics.jsonl")
+    assert [r["update_skipped"] for r in metrics] == [False] * 3  # every gradient finite
 
     done = script("learning_curve.py", *tiny, "--steps", "5", "--budget-s", "0")
     assert done.returncode == 0 and "plain: steps 3 -> 3" in done.stdout

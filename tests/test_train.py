@@ -214,9 +214,12 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     assert any((out / "tensorboard").rglob("events.out.tfevents*"))
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
     assert [r["step"] for r in steps] == [1, 2] and all(r["statuses"] for r in steps)
-    # a step that ended after the last checkpoint (a run cut short) runs again on resume
+    assert summary["skipped_updates"] == {} and not any(r["update_skipped"] for r in steps)
+    # a step that ended after the last checkpoint (a run cut short) runs again on resume, and
+    # its evaluations leave the database with it
     with (out / "steps.jsonl").open("a") as f:
         f.write(json.dumps({"step": 3, "lost": True}) + "\n")
+    ExemplarDB(out / "exemplars.db").add(TASK, "# lost with step 3", None, step=3)
     # resumes from checkpoint-2, with the compact prompt (small models): the reward parses the
     # prefill and the continuation together (that the model continues the prefill, rather than
     # answering it afresh, is test_a_prefilled_prompt_reaches_the_model_open's)
@@ -226,6 +229,9 @@ def test_grpo_two_steps_then_resume(cli, tmp_path):
     assert resumed["steps"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
     assert [r["step"] for r in steps] == [1, 2, 3] and "lost" not in steps[-1]
+    assert "# lost with step 3" not in [
+        r.code for r in ExemplarDB(out / "exemplars.db").exemplars("L1_20")
+    ]
     from cudal1.policy import contrastive_prompt
     from cudal1.tasks import load_suite
 
@@ -455,3 +461,67 @@ def test_a_run_cut_into_chunks_keeps_the_whole_runs_schedule(cli, tmp_path):
     code, _, err = cli(*args, "--set", "grpo.stop_after=3")  # already past it: one line
     assert code != 0 and "grpo.stop_after=3: the run is at step 4 of 4" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _train_poisoned(tmp_path, guarded):
+    """Three steps of transformers' Trainer on two weights, `w` and `b`. Step 2's batch adds a
+    term whose value is 0 but whose gradient in `w` is NaN (0 * d sqrt(u)/du at u = 0): the
+    finite loss with a NaN gradient that GRPO with LoRA met on the H100. Returns the guard, the
+    weights `w` after each step and the trainer's log. (Step 2, not the second row: the
+    Trainer shuffles its rows.)"""
+    import torch
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from cudal1.train.guards import NonFiniteGradGuard
+
+    class Poisoned(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(4))
+            self.b = torch.nn.Parameter(torch.zeros(1))
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            loss = ((self.w * x).sum() + self.b.sum() - 1.0) ** 2
+            if self.calls == 2:
+                loss = loss + 0.0 * torch.sqrt(self.w - self.w.detach()).sum()
+            return {"loss": loss}
+
+    model = Poisoned()
+    rows = [{"x": torch.full((4,), 0.5)}] * 3
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=1,
+        learning_rate=0.05, report_to=[], use_cpu=True, save_strategy="no",
+        logging_steps=1, max_grad_norm=1.0, dataloader_num_workers=0,
+    )  # fmt: skip
+    trainer = Trainer(model=model, args=args, train_dataset=rows)
+    guard = NonFiniteGradGuard(model)
+    if guarded:
+        trainer.add_callback(guard)
+    seen = []
+
+    class Weights(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            seen.append(model.w.detach().clone())
+
+    trainer.add_callback(Weights())
+    trainer.train()
+    return guard, seen, trainer.state.log_history
+
+
+def test_a_step_with_a_nan_gradient_is_skipped_and_the_weights_stay_finite(tmp_path):
+    """Real Trainer, AdamW and clipping. Without the guard, clipping multiplies step 2's NaN
+    norm into every gradient and the weights become NaN. With it, step 2 leaves them as step 1
+    did and names the tensor whose own gradient was NaN (`w`, not `b`), and step 3 trains on."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    _, bare, log = _train_poisoned(tmp_path / "bare", guarded=False)
+    assert math.isnan(next(h["grad_norm"] for h in log if h.get("step") == 2))
+    assert torch.isnan(bare[-1]).all()
+    guard, seen, _ = _train_poisoned(tmp_path / "guarded", guarded=True)
+    assert guard.skipped == {2: ["w"]}
+    assert torch.isfinite(torch.stack(seen)).all()
+    assert not torch.equal(seen[0], torch.ones(4))  # step 1 trained
+    assert torch.equal(seen[1], seen[0])  # step 2 skipped
+    assert not torch.equal(seen[2], seen[1])  # step 3 trained

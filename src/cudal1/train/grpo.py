@@ -5,7 +5,8 @@ current exemplar database (one prompt per GRPO group), the reward function evalu
 rollout, stores it in the database and shapes the speedups (`reward.py`), and two callbacks keep
 the run auditable: every checkpoint carries a snapshot of the database and of the reward
 normaliser, and the speedup distribution goes to TensorBoard as a histogram. A second
-invocation with the same run directory resumes from the last checkpoint.
+invocation with the same run directory resumes from the last checkpoint, database and
+normaliser included. A step whose gradient is not finite is skipped (`guards.py`).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def run_grpo(
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from cudal1.train.guards import NonFiniteGradGuard
+
     checkpoints = run.out / "checkpoints"
     done = steps_saved(checkpoints)
     if stage.stop_after is not None and not done < stage.stop_after <= stage.steps:
@@ -88,6 +91,11 @@ def run_grpo(
     run.out.mkdir(parents=True, exist_ok=True)
     tasks = select_tasks(run)
     db = open_db(run)
+    resume = last_checkpoint(checkpoints)
+    if resume is not None and (resume / DB_SNAPSHOT).is_file():
+        # as the checkpoint's step left it: the steps after it (a run cut short) run again, and
+        # their evaluations must not reach the prompts of the steps that replace them
+        snapshot_db(resume / DB_SNAPSHOT, db.path)
     for t in tasks:
         db.ensure_reference(t)
     path = model_path(run)
@@ -105,7 +113,6 @@ def run_grpo(
     )
     evaluator = evaluator_for(run, eval_config)
     shaper = RewardShaper(shaping)
-    resume = last_checkpoint(checkpoints)
     kept = read_step_log(run.out, done)
     (run.out / STEP_LOG).write_text("".join(json.dumps(r) + "\n" for r in kept))
     if resume is not None and (resume / SHAPER_STATE).is_file():
@@ -205,6 +212,7 @@ def run_grpo(
                 for h in reward.history[self.calls :]:  # one reward call a step
                     row = {"step": state.global_step, "wall_s": wall, **h["metrics"]}
                     row |= {"statuses": h["statuses"], "refused": h["refused"]}
+                    row["update_skipped"] = state.global_step in guard.skipped
                     f.write(json.dumps(row) + "\n")
 
     class Deadline(TrainerCallback):
@@ -271,6 +279,8 @@ def run_grpo(
         peft_config=peft_config,
     )
     clock.wrap_generation(trainer)
+    guard = NonFiniteGradGuard(trainer.model)
+    trainer.add_callback(guard)
     try:
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
         final = run.out / "final"
@@ -289,4 +299,5 @@ def run_grpo(
             for h in reward.history
         ],
         "timing": clock.summary(),
+        "skipped_updates": guard.skipped,  # step -> tensors whose gradient was not finite
     }
