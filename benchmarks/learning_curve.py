@@ -7,7 +7,9 @@ evaluated every `--eval-every` steps; and the two controls measured the same way
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm contrastive --steps 25
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm plain --steps 25
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --arm untrained --repeats 3
-    # then, from every arm's files: curve.png and summary.md
+    # then, from every arm's files: curve.png and summary.md (training rollouts by window, with
+    # the share that repeated a program already in the arm's database and the correct ones new
+    # to it; the held-out evaluations)
     PYTHONPATH=src:. python3 benchmarks/learning_curve.py --state DIR --report OUT
 
 Arms: `contrastive` (the paper's method: two exemplars with their speedups in each prompt),
@@ -39,7 +41,8 @@ which the machine lacks too.
 State: DIR/ARM/run/ (TRL checkpoints with the LoRA adapter and optimiser state, the exemplar
 database, the reward normaliser; not the base model), DIR/ARM/metrics.jsonl (one line per step:
 shaped reward mean and std, parse, correct and refused fractions, refusals by reason,
-GPU-seconds of evaluation, the step's wall seconds; taken from the run's step log for the steps
+GPU-seconds of evaluation, the step's wall seconds, whether its update was skipped for a
+non-finite gradient; taken from the run's step log for the steps
 its checkpoint holds, so a chunk cut short records what it saved), DIR/ARM/heldout.jsonl (one
 line per held-out evaluation and decoding mode) and heldout_answers.jsonl (each answer's
 verdict). `--budget-s` ends a call at a saved step before its limit, and the state is packed
@@ -74,6 +77,7 @@ from parts import FETCH_PART_MIB, PartsError, join, manifests, split
 from cudal1.evaluate import EvalConfig
 from cudal1.evaluate.pool import LocalEvaluator
 from cudal1.evaluate.result import reason_kind
+from cudal1.exemplars import ExemplarDB
 from cudal1.optimize import ReviewThresholds
 from cudal1.policy import Prompt, chat_text, contrastive_prompt, parse_answer
 from cudal1.tasks import load_suite
@@ -304,6 +308,11 @@ def rate(rows: list[dict[str, Any]], key: str) -> float:
     return sum(r[key] * r["rollouts"] for r in rows) / sum(r["rollouts"] for r in rows)
 
 
+def optional_rate(rows: list[dict[str, Any]], key: str) -> str:
+    """`rate` to three places, or "-" where a row lacks the measure (no database to read)."""
+    return f"{rate(rows, key):.3f}" if rows and all(key in r for r in rows) else "-"
+
+
 def paired_difference(
     a: list[dict[str, Any]], b: list[dict[str, Any]], key: str, draws: int = 10_000
 ) -> tuple[float, float, float]:
@@ -323,18 +332,44 @@ def paired_difference(
     return point, diffs[int(0.025 * draws)], diffs[int(0.975 * draws) - 1]
 
 
+def with_originality(state: Path, arm: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each step's row with `repeated`, the share of its rollouts whose program was already in
+    the database (the step log's `reward/cached`: a contrastive prompt shows earlier programs,
+    which the model can copy), and `new_correct`, the correct programs evaluated for the first
+    time at that step, per rollout (the database keeps one row a program, with its step)."""
+    run = state / arm / "run"
+    db_path = run / "exemplars.db"
+    if not db_path.is_file():
+        return rows
+    repeated = {r["step"]: r["reward/cached"] for r in read_step_log(run)}
+    db = ExemplarDB(db_path)
+    first_correct: Counter[int] = Counter()
+    for task_id in db.task_ids():
+        for e in db.exemplars(task_id, correct_only=True):
+            if e.source == "grpo":
+                first_correct[e.step + 1] += 1  # evaluated while `step` steps were done
+    return [
+        r
+        | {"repeated": repeated[r["step"]], "new_correct": first_correct[r["step"]] / r["rollouts"]}
+        for r in rows
+        if r["step"] in repeated
+    ]
+
+
 def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) -> list[str]:
-    """Training rollouts by window: each arm's correct, parse and refused rates, and whether
+    """Training rollouts by window: each arm's correct rate (with the share of repeated programs
+    and the correct programs new to the database), parse and refused rates, and whether
     contrastive's lead over plain is larger than its step-to-step spread."""
     trained = [rows[-1]["step"] for arm, rows in metrics.items() if rows and arm != "untrained"]
     last = min(trained, default=0)
     lines = [
-        "| steps | arm | rollouts | correct | parse | refused (by reason) | updates skipped |",
-        "|---|---|---|---|---|---|---|",
+        "| steps | arm | rollouts | correct | repeated | new correct | parse "
+        "| refused (by reason) | updates skipped |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     compare = [
-        "| steps | contrastive - plain, correct | 95 % interval (steps resampled) |",
-        "|---|---|---|",
+        "| steps | measure | contrastive - plain | 95 % interval (steps resampled) |",
+        "|---|---|---|---|",
     ]
     for lo, hi in windows(last, eval_every):
         span = {
@@ -348,12 +383,18 @@ def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) ->
             by_reason = ", ".join(f"{kind} {n}" for kind, n in sorted(reasons.items()))
             lines.append(
                 f"| {lo}-{hi} | {arm} | {sum(r['rollouts'] for r in rows)} | "
-                f"{rate(rows, 'correct'):.3f} | {rate(rows, 'parse'):.3f} | "
+                f"{rate(rows, 'correct'):.3f} | {optional_rate(rows, 'repeated')} | "
+                f"{optional_rate(rows, 'new_correct')} | {rate(rows, 'parse'):.3f} | "
                 f"{rate(rows, 'refused'):.3f}{f' ({by_reason})' if by_reason else ''} | "
                 f"{sum(bool(r.get('update_skipped')) for r in rows)} |"  # rows before it: none
             )
-        point, low, high = paired_difference(span["contrastive"], span["plain"], "correct")
-        compare.append(f"| {lo}-{hi} | {point:+.3f} | {low:+.3f} to {high:+.3f} |")
+        for key in ("correct", "new_correct"):
+            if all(key in r for rows in span.values() for r in rows):
+                point, low, high = paired_difference(span["contrastive"], span["plain"], key)
+                compare.append(
+                    f"| {lo}-{hi} | {key.replace('_', ' ')} | {point:+.3f} | "
+                    f"{low:+.3f} to {high:+.3f} |"
+                )
     return [*lines, "", *compare]
 
 
@@ -365,6 +406,8 @@ def report(state: Path, out: Path, eval_every: int) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     metrics = {arm: read_jsonl(state / arm / "metrics.jsonl") for arm in ARMS}
+    for arm in ("contrastive", "plain"):
+        metrics[arm] = with_originality(state, arm, metrics[arm])
     held = {arm: read_jsonl(state / arm / "heldout.jsonl") for arm in ARMS}
     color = {arm: f"C{i}" for i, arm in enumerate(ARMS)}  # one colour an arm in every panel
     fig, (left, *right) = plt.subplots(1, 3, figsize=(15, 4))

@@ -16,6 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import learning_curve
 
+from cudal1.exemplars import ExemplarDB
+from cudal1.tasks import load_suite
+from tests.conftest import result_for
 from tests.scripts import script
 
 
@@ -90,6 +93,10 @@ def test_a_lead_counts_only_where_its_interval_excludes_zero():
 
 
 def test_the_report_tables_training_rollouts_by_window(tmp_path):
+    """Each window's rates by arm, with what the step log and the database add: the share of
+    rollouts that repeated a program already evaluated, and the correct programs new to the
+    database (a program is stored once, at the step that first evaluated it)."""
+    task = load_suite("bundled", validate=False).get("L1_20")
     for arm, correct in (("contrastive", 0.25), ("plain", 0.125)):
         rows = [
             {"arm": arm, "step": s, "reward_mean": -1.0, "correct": correct, "parse": 0.5,
@@ -98,13 +105,29 @@ def test_the_report_tables_training_rollouts_by_window(tmp_path):
              "update_skipped": arm == "contrastive" and s == 8}
             for s in range(1, 11)
         ]  # fmt: skip
-        (tmp_path / arm).mkdir()
+        (tmp_path / arm / "run").mkdir(parents=True)
         (tmp_path / arm / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        repeated = 0.5 if arm == "contrastive" else 0.0
+        log = [{"step": s, "reward/cached": repeated} for s in range(1, 11)]
+        (tmp_path / arm / "run" / "steps.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in log)
+        )
+        db = ExemplarDB(tmp_path / arm / "run" / "exemplars.db")
+        db.ensure_reference(task)  # the reference is not the model's
+        if arm == "contrastive":  # two correct programs at step 7, one at step 1, one failing
+            for code, step, speedup in (("# a", 6, 1.0), ("# b", 6, 1.1), ("# c", 0, 1.0)):
+                db.add(task, code, result_for(task, speedup), source="grpo", step=step)
+            db.add(task, "# d", result_for(task, None, "incorrect"), source="grpo", step=6)
     assert learning_curve.report(tmp_path, tmp_path / "out", 25) == 0
     summary = (tmp_path / "out" / "summary.md").read_text()
-    assert "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.006 (aliases 1) | 1 |" in summary
-    assert "| 6-10 | plain | 160 | 0.125 | 0.500 | 0.006 (aliases 1) | 0 |" in summary
-    assert "| 6-10 | +0.125 | +0.125 to +0.125 |" in summary
+    row = "| 6-10 | contrastive | 160 | 0.250 | 0.500 | 0.013 | 0.500 | 0.006 (aliases 1) | 1 |"
+    assert row in summary
+    assert "| 1-5 | contrastive | 160 | 0.250 | 0.500 | 0.006 | 0.500 | 0.000 | 0 |" in summary
+    assert (
+        "| 6-10 | plain | 160 | 0.125 | 0.000 | 0.000 | 0.500 | 0.006 (aliases 1) | 0 |" in summary
+    )
+    assert "| 6-10 | correct | +0.125 | +0.125 to +0.125 |" in summary
+    assert "| 6-10 | new correct | +0.013 | +0.000 to +0.037 |" in summary  # 3 of 5 draws
     assert (tmp_path / "out" / "curve.png").stat().st_size > 0
 
 
