@@ -95,6 +95,7 @@ def run_config(args: argparse.Namespace, arm: str) -> RunConfig:
         model=args.model,
         device=args.device,
         eval_jobs=args.eval_jobs,
+        eval_warm=args.eval_warm,
         seed=args.seed,
         report_to=[],
     )
@@ -239,7 +240,8 @@ def heldout(args: argparse.Namespace, arm: str, step: int, repeat: int = 0) -> N
     del model
     by_id = {t.id: t for t in tasks}
     t0 = time.perf_counter()
-    with LocalEvaluator(EvalConfig(device=args.device), jobs=args.eval_jobs) as ev:
+    config = EvalConfig(device=args.device)
+    with LocalEvaluator(config, jobs=args.eval_jobs, warm=args.eval_warm) as ev:
         parsed = [parse_answer(text) for _, _, text in answers]
         futures = [
             ev.submit(by_id[tid], p.code) if p.ok and p.code else None
@@ -548,6 +550,14 @@ def main() -> int:
         "(a judge and a candidate worker running, one of each ready), 718 MiB each on the H100: "
         "three arms at 8 filled its 80 GB and a judge ran out of memory; at 4 they peaked at "
         "50.6 GB.",
+    )
+    parser.add_argument(
+        "--eval-warm",
+        type=int,
+        help="Workers kept started for each role of an evaluation, per arm (default: one a "
+        "job). With one a job, the evaluations of steps 26-50 spent 35-46 %% of their time "
+        "waiting for fresh ones. Each ready judge and candidate worker holds a CUDA context: "
+        "two arms at 4 jobs and 8 warm hold about as many as three arms did at 4 (50.6 GB).",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

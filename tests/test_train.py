@@ -304,6 +304,25 @@ def test_config_file_and_overrides(tmp_path):
         load_config(None, ["gpro.steps=1"])
 
 
+def test_a_run_keeps_as_many_workers_started_as_it_is_told(cli, tmp_path):
+    """`run.eval_warm` sizes the local evaluator's pool of started workers, each role; the
+    backends that keep their own workers refuse it in one line."""
+    from cudal1.evaluate import EvalConfig
+    from cudal1.train.common import evaluator_for
+    from cudal1.train.config import RunConfig
+
+    run = RunConfig(out=tmp_path / "run", device="cpu", eval_jobs=1, eval_warm=3)
+    with evaluator_for(run, EvalConfig(device="cpu")) as evaluator:
+        for role, idle in evaluator.pools[0].idle.items():
+            assert len(idle) == 3 and all(w.proc.poll() is None for w in idle), role
+    code, _, err = cli(
+        "train", "grpo", "--backend", "trl", "--out", str(tmp_path / "ray"), "--device", "cpu",
+        "--set", "run.eval_backend=ray", "--set", "run.eval_warm=3",
+    )  # fmt: skip
+    assert code != 0 and "eval_warm needs eval_backend local" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_verl_refuses_the_compact_prompt(cli, tmp_path):
     """verl's dataset holds paper prompts: a compact style there would be silently ignored."""
     out = tmp_path / "run"

@@ -32,17 +32,21 @@ def make_evaluator(
     address: str | None = None,
     gpus: int | None = None,
     builders: int = 0,
+    warm: int | None = None,
 ) -> Evaluator:
     """`gpus`: how many GPUs to spread over (local: the first visible ones, a worker pool and
     a device lock each; ray: that many actors, one GPU each; None: one, or every GPU of the
     Ray cluster). `builders` (ray only): CPU-only build actors that compile every candidate
-    before a GPU actor measures it."""
+    before a GPU actor measures it. `warm` (local only): workers kept started a role and GPU
+    (None: one a job)."""
     if backend == "local":
         from cudal1.evaluate.pool import LocalEvaluator
 
         if builders:
             raise Cudal1Error("--builders needs --backend ray (the local backend builds itself)")
-        return LocalEvaluator(config, jobs=jobs, gpus=gpus)
+        return LocalEvaluator(config, jobs=jobs, gpus=gpus, warm=warm)
+    if warm is not None:
+        raise Cudal1Error(f"warm workers are the local backend's, not {backend}'s")
     if backend == "ray":
         from cudal1.evaluate.ray_backend import RayEvaluator
 

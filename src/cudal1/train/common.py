@@ -61,6 +61,7 @@ def evaluator_for(run: RunConfig, config: EvalConfig) -> Evaluator:
         jobs=run.eval_jobs,
         address=run.ray_address,
         builders=run.ray_builders,
+        warm=run.eval_warm,
     )
 
 

@@ -59,6 +59,10 @@ class RunConfig:
     eval_token_file: Path | None = None
     """File holding the service's token."""
     eval_jobs: int = 4
+    eval_warm: int | None = None
+    """With `local`: workers kept started for each of an evaluation's roles (None: one a job).
+    Each evaluation takes fresh ones; in the learning curve's steps, with one a job, evaluations
+    spent 35-46 % of their time waiting for them (`phase_seconds.workers`)."""
     seed: int = 0
     report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
     """TensorBoard by default; add "wandb" for Weights & Biases."""
@@ -71,6 +75,11 @@ class RunConfig:
             raise ValueError(f"eval_backend must be local, ray or http, not {self.eval_backend!r}")
         if self.eval_backend == "http" and not (self.eval_url and self.eval_token_file):
             raise ValueError("eval_backend http needs run.eval_url and run.eval_token_file")
+        if self.eval_warm is not None and (self.eval_backend != "local" or self.eval_warm < 1):
+            raise ValueError(
+                "eval_warm needs eval_backend local (ray's actors and a service keep their own "
+                "workers) and a count of at least 1"
+            )
         if self.eval_token_file is not None:
             self.eval_token_file = Path(self.eval_token_file)
 
