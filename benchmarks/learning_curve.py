@@ -350,12 +350,13 @@ def with_originality(state: Path, arm: str, rows: list[dict[str, Any]]) -> list[
         for e in db.exemplars(task_id, correct_only=True):
             if e.source == "grpo":
                 first_correct[e.step + 1] += 1  # evaluated while `step` steps were done
-    return [
-        r
-        | {"repeated": repeated[r["step"]], "new_correct": first_correct[r["step"]] / r["rollouts"]}
-        for r in rows
-        if r["step"] in repeated
-    ]
+    out = []
+    for r in rows:
+        if r["step"] in repeated:  # a row the step log lacks keeps its own measures ("-")
+            new_correct = first_correct[r["step"]] / r["rollouts"]
+            r = r | {"repeated": repeated[r["step"]], "new_correct": new_correct}
+        out.append(r)
+    return out
 
 
 def training_table(metrics: dict[str, list[dict[str, Any]]], eval_every: int) -> list[str]:
