@@ -48,9 +48,8 @@ class NonFiniteGradGuard(TrainerCallback):
         finite = torch.stack([self.flags[n] for n in names]).cpu()  # one sync a step
         if bool(finite.all()):
             return
-        bad = [n for n, ok in zip(names, finite.tolist(), strict=True) if not ok]
-        order = list(self.params)
-        bad.sort(key=order.index)
+        failed = {n for n, ok in zip(names, finite.tolist(), strict=True) if not ok}
+        bad = [n for n in self.params if n in failed]  # in the model's order
         step = state.global_step + 1  # the step this update would end
         self.skipped[step] = bad
         for p in self.params.values():
