@@ -27,12 +27,6 @@ def _check(case):
     return result
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("case", CPU, ids=[c.id for c in CPU])
-def test_redteam_cpu(case):
-    _check(case)
-
-
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("case", CUDA, ids=[c.id for c in CUDA])
@@ -64,18 +58,18 @@ def _target(case) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", WRITERS, ids=[c.id for c in WRITERS])
-def test_writers_create_nothing_outside_the_work_dir(case):
-    """Every writer (numpy, torch.save, pathlib, os.open, C++ fopen, plain open) aims at a path
-    outside the candidate's work and build directories; the sandbox's read-only file system
-    leaves nothing there, whatever the verdict."""
-    target = _target(case)
-    assert not target.exists(), f"{target} exists before the run: remove it"
+@pytest.mark.parametrize("case", CPU, ids=[c.id for c in CPU])
+def test_redteam_cpu(case):
+    """Refused as the case says. A writer (numpy, torch.save, pathlib, os.open, C++ fopen,
+    plain open) aims at a path outside the candidate's work and build directories: the
+    sandbox's read-only file system leaves nothing there, whatever the verdict."""
+    target = _target(case) if case.writes else None
+    assert target is None or not target.exists(), f"{target} exists before the run: remove it"
     try:
-        result = run_case(case)
-        assert not target.exists(), f"{target} was written\n{explain(result)}"
+        result = _check(case)
+        assert target is None or not target.exists(), f"{target} was written\n{explain(result)}"
     finally:
-        if target.exists():
+        if target is not None and target.exists():
             target.unlink()
 
 
