@@ -557,8 +557,9 @@ def main() -> int:
         type=int,
         help="Workers kept started for each role of an evaluation, per arm (default: one a "
         "job). With one a job, the evaluations of steps 26-50 spent 35-46 %% of their time "
-        "waiting for fresh ones. Each ready judge and candidate worker holds a CUDA context: "
-        "two arms at 4 jobs and 8 warm hold about as many as three arms did at 4 (50.6 GB).",
+        "waiting for fresh ones. Each started or running judge and candidate worker holds a "
+        "CUDA context (718 MiB): two arms at 4 jobs and 8 warm hold 2 x (8 + 4) x 2 = 48, as "
+        "many as three arms at 4 jobs, 3 x (4 + 4) x 2, which peaked at 50.6 GB.",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
