@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from cudal1.cli import main
+from cudal1.evaluate import pch
+from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.result import EvalResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,6 +67,22 @@ def get_inputs():
 def get_init_inputs():
     return [n_in, n_out]
 """
+
+
+@pytest.fixture(scope="session", autouse=True)
+def precompiled_binding_header():
+    """Precompile torch/extension.h (its flag-less variant) for the whole run, as a CUDA
+    evaluator does when it starts: the suite's cold C++ builds then compile their binding file
+    from it, as they would on a GPU box, instead of each parsing torch's headers again. Built
+    once per machine and torch (xdist's workers share it through pch's lock); builds that start
+    before it is ready do without it."""
+    config = EvalConfig(device="cpu")
+    if not config.precompiled_headers:
+        yield
+        return
+    building = pch.ensure_in_background(config.pch_root, variants={"default": ()})
+    yield
+    building.join()  # never leave a compiler writing into the cache after the run
 
 
 @pytest.fixture

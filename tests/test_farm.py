@@ -157,7 +157,7 @@ def test_build_actor_builds_and_the_evaluation_actor_loads_that_build(ray_sessio
 
 
 @pytest.mark.slow
-def test_the_precompiled_binding_header_gives_the_same_object(tmp_path, monkeypatch):
+def test_the_precompiled_binding_header_gives_the_same_object(tmp_path):
     """GCC takes torch/extension.h from the evaluator's precompiled header (found through
     CPATH, ahead of torch's -isystem directories) and the object is the one it would have
     built from the header: the build stays the candidate's own."""
@@ -169,12 +169,13 @@ def test_the_precompiled_binding_header_gives_the_same_object(tmp_path, monkeypa
     flags = pch.binding_flags()
     if shutil.which("c++") is None or flags is None:
         pytest.skip("needs GCC and torch's extension builder")
-    monkeypatch.setattr(pch, "VARIANTS", {"default": ()})  # one variant is enough to show it
-    config = EvalConfig(device="cpu", build_root=tmp_path / "builds", precompiled_headers=True)
-    assert pch.include_dir(config.pch_root) is None and "CPATH" not in _build_env(
-        config, tmp_path, tmp_path / "b"
+    unbuilt = EvalConfig(device="cpu", build_root=tmp_path / "builds", precompiled_headers=True)
+    assert pch.include_dir(unbuilt.pch_root) is None and "CPATH" not in _build_env(
+        unbuilt, tmp_path, tmp_path / "b"
     )
-    headers = pch.ensure(config.pch_root)
+    # the machine's own directory, which the suite's session fixture builds (or is building)
+    config = EvalConfig(device="cpu", precompiled_headers=True)
+    headers = pch.ensure(config.pch_root, variants={"default": ()})
     assert headers is not None and headers == pch.include_dir(config.pch_root)
     gch = headers / "torch" / "extension.h.gch" / "default.gch"
     assert gch.stat().st_mtime_ns == pch.torch_header().stat().st_mtime_ns

@@ -114,9 +114,13 @@ def _key() -> str | None:
     return hashlib.sha256(stamp.encode()).hexdigest()[:16]
 
 
-def ensure(root: Path, cpus: frozenset[int] | None = None) -> Path | None:
-    """Build the variants not built yet (one builder per machine at a time), on `cpus` (the
-    cores no evaluation measures on; None: any); the `CPATH` directory, or None when this
+def ensure(
+    root: Path,
+    cpus: frozenset[int] | None = None,
+    variants: dict[str, tuple[str, ...]] = VARIANTS,
+) -> Path | None:
+    """Build those of `variants` not built yet (one builder per machine at a time), on `cpus`
+    (the cores no evaluation measures on; None: any); the `CPATH` directory, or None when this
     machine cannot (no GCC, unknown flags, a failed compile)."""
     compiler, flags, key = os.environ.get("CXX", "c++"), binding_flags(), _key()
     if flags is None or key is None:
@@ -131,7 +135,7 @@ def ensure(root: Path, cpus: frozenset[int] | None = None) -> Path | None:
         beside = directory / "torch" / "extension.h"
         if not beside.is_symlink():
             beside.symlink_to(header)
-        for name, extra in VARIANTS.items():
+        for name, extra in variants.items():
             target = gch / f"{name}.gch"
             if target.exists():
                 continue
@@ -155,8 +159,14 @@ def ensure(root: Path, cpus: frozenset[int] | None = None) -> Path | None:
     return directory
 
 
-def ensure_in_background(root: Path, cpus: frozenset[int] | None = None) -> threading.Thread:
+def ensure_in_background(
+    root: Path,
+    cpus: frozenset[int] | None = None,
+    variants: dict[str, tuple[str, ...]] = VARIANTS,
+) -> threading.Thread:
     """`ensure` without holding up the first evaluations (they build without it)."""
-    thread = threading.Thread(target=ensure, args=(root, cpus), name="cudal1-pch", daemon=True)
+    thread = threading.Thread(
+        target=ensure, args=(root, cpus, variants), name="cudal1-pch", daemon=True
+    )
     thread.start()
     return thread
