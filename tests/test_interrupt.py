@@ -118,3 +118,48 @@ def test_a_sandboxed_program_ends_with_the_process_that_started_it():
     finally:
         for pid in _marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_killed_evaluators_pool_directory_is_removed_by_the_next_pool_only(tmp_path):
+    """A pool's directory (its workers' logs and scratch) outlives a process killed without
+    exit handlers (Ray's `kill`, the OOM killer); the next pool on the host removes it, and
+    leaves a live pool's directory and any directory it did not make alone."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    foreign = temp / "cudal1-pool-not-a-pool"  # a name like a pool's, without a pool's lock
+    foreign.mkdir()
+    marker = f"CUDAL1_POOL_{uuid.uuid4().hex}"
+    starter = (
+        "import time\n"
+        "from cudal1.evaluate.pool import WorkerPool\n"
+        "pool = WorkerPool('cpu', size=1, sandboxed=False)\n"
+        "print(pool.dir, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(temp), marker: "1"}
+
+    def start_pool() -> tuple[subprocess.Popen, Path]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, env=env
+        )
+        return proc, Path(proc.stdout.readline().strip())
+
+    pools = []
+    try:
+        killed, killed_dir = start_pool()
+        pools.append(killed)
+        alive, alive_dir = start_pool()
+        pools.append(alive)
+        killed.kill()
+        killed.wait()
+        assert killed_dir.is_dir()  # nothing ran to remove it
+        newest, newest_dir = start_pool()
+        pools.append(newest)
+        assert not killed_dir.exists()
+        assert alive_dir.is_dir() and newest_dir.is_dir() and foreign.is_dir()
+    finally:
+        for proc in pools:
+            proc.kill()
+            proc.wait()
+    assert _wait(lambda: not _marked(marker), 30), "a pool's workers outlived it"

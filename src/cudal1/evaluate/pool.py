@@ -23,6 +23,7 @@ import asyncio
 import atexit
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import shutil
@@ -62,6 +63,41 @@ def visible_gpus(count: int | None = None) -> list[str]:
 
 
 WARM_UPS_AT_ONCE = 64
+POOL_DIR_PREFIX = "cudal1-pool-"
+POOL_LOCK = "pool.lock"
+
+
+def _hold_pool_dir() -> tuple[Path, int]:
+    """A new pool directory and the descriptor of the lock its pool holds for its life. The
+    lock is taken before it gets its name, so a sweep never sees a live directory unheld."""
+    directory = Path(tempfile.mkdtemp(prefix=POOL_DIR_PREFIX))
+    partial = directory / f".{POOL_LOCK}"
+    fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    partial.rename(directory / POOL_LOCK)
+    return directory, fd
+
+
+def sweep_abandoned_pool_dirs(root: Path | None = None) -> int:
+    """Remove the pool directories (their workers' logs and scratch) of processes that died
+    without closing their pool: a SIGKILL (Ray's `kill`, the OOM killer) runs no exit handler.
+    The kernel drops a dead process's lock, so a directory whose lock nobody holds is
+    abandoned; one without a lock file is left alone. Returns how many were removed."""
+    removed = 0
+    for directory in Path(root or tempfile.gettempdir()).glob(POOL_DIR_PREFIX + "*"):
+        try:
+            fd = os.open(directory / POOL_LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its pool is alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(directory, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def compile_limit(compile_jobs: int | None) -> threading.Semaphore:
@@ -92,7 +128,8 @@ class WorkerPool:
         self.gpu = gpu
         self.lock_path = lock_path
         self.sandboxed = sandboxed
-        self.dir = Path(tempfile.mkdtemp(prefix="cudal1-pool-"))
+        sweep_abandoned_pool_dirs()
+        self.dir, self._dir_lock = _hold_pool_dir()
         self.env = worker_env(device)
         if gpu is not None:
             self.env["CUDA_VISIBLE_DEVICES"] = gpu
@@ -170,6 +207,7 @@ class WorkerPool:
                 worker.terminate()  # its evaluation's thread sees it gone and cleans up
         self.warmer.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.dir, ignore_errors=True)
+        os.close(self._dir_lock)
 
 
 class LocalEvaluator:

@@ -17,6 +17,7 @@ the actor with the fewest evaluations (or builds) in flight.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -34,6 +35,7 @@ from cudal1.tasks import Task, source_hash
 NAMESPACE = "cudal1"
 RESEND_LIMIT = 5
 RESEND_DELAY_S = 2.0
+CLOSE_TIMEOUT_S = 30.0
 
 
 class EvalActor:
@@ -60,6 +62,11 @@ class EvalActor:
 
     def ping(self) -> str:
         return f"{os.uname().nodename}:{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+
+    def close(self) -> None:
+        """End the workers and remove the pool directories before Ray kills this process,
+        which runs no exit handler."""
+        self.evaluator.close()
 
     def arch(self) -> str | None:
         """The GPU architectures builds for this actor must target."""
@@ -336,9 +343,11 @@ class RayEvaluator:
         """End the actors this evaluator started; those started by `cudal1 serve` keep serving."""
         import ray
 
-        for name, actor in zip(self.names, self.actors, strict=True):
-            if name not in self.served:
-                ray.kill(actor)
+        own = [a for n, a in zip(self.names, self.actors, strict=True) if n not in self.served]
+        with contextlib.suppress(Exception):  # an actor that cannot answer is killed as it is
+            ray.get([actor.close.remote() for actor in own], timeout=CLOSE_TIMEOUT_S)
+        for actor in own:
+            ray.kill(actor)
         for builder in self.builders:
             ray.kill(builder)
         self.actors, self.builders = [], []
