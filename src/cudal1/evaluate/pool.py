@@ -78,13 +78,12 @@ def _hold_pool_dir() -> tuple[Path, int]:
     return directory, fd
 
 
-def sweep_abandoned_pool_dirs(root: Path | None = None) -> int:
+def sweep_abandoned_pool_dirs() -> None:
     """Remove the pool directories (their workers' logs and scratch) of processes that died
     without closing their pool: a SIGKILL (Ray's `kill`, the OOM killer) runs no exit handler.
     The kernel drops a dead process's lock, so a directory whose lock nobody holds is
-    abandoned; one without a lock file is left alone. Returns how many were removed."""
-    removed = 0
-    for directory in Path(root or tempfile.gettempdir()).glob(POOL_DIR_PREFIX + "*"):
+    abandoned; one without a lock file is left alone."""
+    for directory in Path(tempfile.gettempdir()).glob(POOL_DIR_PREFIX + "*"):
         try:
             fd = os.open(directory / POOL_LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -96,8 +95,6 @@ def sweep_abandoned_pool_dirs(root: Path | None = None) -> int:
         finally:
             os.close(fd)
         shutil.rmtree(directory, ignore_errors=True)
-        removed += 1
-    return removed
 
 
 def compile_limit(compile_jobs: int | None) -> threading.Semaphore:
