@@ -21,6 +21,8 @@
 #               from the parts carried in .model (benchmarks/parts.py, stashed by earlier calls
 #               too), the arms' states from the tree ($CURVE_STATE, committed: a new checkout has
 #               no ignored files); each arm's state leaves packed directly under $OUT
+#   memory      host memory an honest GPU candidate process holds, by the counters of the
+#               sandbox's ceiling (benchmarks/host_memory.py)
 #   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
 #               them: the model's parts and TRL's wheels exceed one call's carry, so a warm
 #               machine collects them over consecutive calls (each call's carry replaces the
@@ -123,6 +125,8 @@ part() {
         mkdir -p "$WORK/curve/$arm" && cp /tmp/curve-state/"$arm"/*.jsonl "$WORK/curve/$arm/"
         echo "--- $arm"; tail -n 12 "$WORK/curve/$arm.log"
       done ;;
+    memory)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/host_memory.py --out "$WORK/memory" ;;
     stash)
       stash_parts && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;

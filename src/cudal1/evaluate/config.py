@@ -90,7 +90,17 @@ class EvalConfig:
     off; a host with fewer than twice as many CPUs keeps all of them shared."""
 
     compile_timeout_s: float = 900.0
-    """Importing the candidate and constructing ModelNew (where load_inline builds run)."""
+    """A build: the builder's, or one inside the candidate's import, `ModelNew(...)` or first
+    call (where the builder cannot reach), timed while it runs off the device lock."""
+    load_device_s: float = 60.0
+    """Importing the candidate and constructing ModelNew, builds not counted: the time this step
+    may hold the shared device lock, where every timed phase of other evaluations waits for
+    it. Of 748 such holds in the H100 audits and learning-curve runs the longest was at most
+    27.1 s; a GRPO candidate's 1.1e12-weight layer held it 131.5 s, the GPU idle meanwhile."""
+    host_memory_gb: float | None = 16.0
+    """Host memory each sandboxed candidate process, with everything it starts, may hold
+    (`sandbox.py`); None: no bound. A whole box's workers share the host (the learning curve ran
+    48 on a 128 GiB H100 host)."""
     max_build_mb: int = 1024
     """A candidate's build directory, as a compile node sends it to the GPU's node."""
     precompiled_headers: bool = field(
@@ -145,11 +155,19 @@ class EvalConfig:
             self.max_host_wait = 0.02 if self.device == "cuda" else 0.5
         if self.interference_retries < 0:
             raise Cudal1Error(f"interference_retries must be >= 0, got {self.interference_retries}")
+        if self.host_memory_gb is not None and self.host_memory_gb <= 0:
+            raise Cudal1Error(f"host_memory_gb must be > 0 or None, got {self.host_memory_gb}")
+        if self.load_device_s <= 0:
+            raise Cudal1Error(f"load_device_s must be > 0, got {self.load_device_s}")
 
     @property
     def host_wait_limit(self) -> float:
         assert self.max_host_wait is not None
         return self.max_host_wait
+
+    @property
+    def host_memory_bytes(self) -> int | None:
+        return None if self.host_memory_gb is None else int(self.host_memory_gb * 2**30)
 
     @property
     def size_profile(self) -> Literal["full", "cpu"]:

@@ -162,16 +162,23 @@ class FreshWorkers:
     """Start the processes of each evaluation afresh (the default)."""
 
     def __init__(
-        self, device: str, cpus: harness.CpuPartition | None = None, sandboxed: bool = True
+        self,
+        device: str,
+        cpus: harness.CpuPartition | None = None,
+        sandboxed: bool = True,
+        host_memory: int | None = None,
     ) -> None:
         self.device = device
         self.env = worker_env(device)
         self.cpus = cpus
         self.gpu = None  # whatever this process sees
         self.sandboxed = sandboxed
+        self.host_memory = host_memory
 
     def take(self, role: str, workdir: Path) -> Worker:
-        return start_worker(role, self.device, workdir, self.env, self.cpus, self.sandboxed)
+        return start_worker(
+            role, self.device, workdir, self.env, self.cpus, self.sandboxed, self.host_memory
+        )
 
     @contextlib.contextmanager
     def compile_slot(self) -> Iterator[None]:
@@ -185,9 +192,11 @@ def start_worker(
     env: dict[str, str],
     cpus: harness.CpuPartition | None,
     sandboxed: bool,
+    host_memory: int | None = None,
 ) -> Worker:
     """A judge (trusted, never sandboxed), a candidate worker (sandboxed, with the GPU) or a
-    builder (the candidate worker's program, sandboxed, with no GPU: it only compiles)."""
+    builder (the candidate worker's program, sandboxed, with no GPU: it only compiles); the
+    sandboxed ones hold at most `host_memory` bytes of host memory."""
     shared = cpus and cpus.shared
     if role != "candidate_worker":
         # Only the candidate process profiles: torch._dynamo, which the profiler imports
@@ -198,11 +207,11 @@ def start_worker(
         return spawn("judge", log_dir, env, shared)
     if role == "builder":
         env = {**env, "CUDA_VISIBLE_DEVICES": ""}
-        spec = SandboxSpec(gpu=False) if sandboxed else None
+        spec = SandboxSpec(gpu=False, memory=host_memory) if sandboxed else None
         worker = spawn("candidate_worker", log_dir, env, shared, spec)
         worker.role = "builder"
         return worker
-    spec = SandboxSpec(gpu=device == "cuda") if sandboxed else None
+    spec = SandboxSpec(gpu=device == "cuda", memory=host_memory) if sandboxed else None
     return spawn("candidate_worker", log_dir, env, shared, spec)
 
 
@@ -236,7 +245,10 @@ def evaluate(
     compile node; an archive that fails its checks is set aside and the build runs here."""
     config = config or EvalConfig()
     workers = workers or FreshWorkers(
-        config.device, harness.cpu_partition(config.measure_cpus), config.sandbox
+        config.device,
+        harness.cpu_partition(config.measure_cpus),
+        config.sandbox,
+        config.host_memory_bytes,
     )
     if config.device == "cuda" and not torch.cuda.is_available():
         raise Cudal1Error("device cuda requested but no CUDA device is visible: use --device cpu")
@@ -359,7 +371,15 @@ def build_only(
         (workdir / "tmp").mkdir()
         with harness.build_lock(build_dir):
             try:
-                builder = start_worker("builder", config.device, workdir, {}, None, config.sandbox)
+                builder = start_worker(
+                    "builder",
+                    config.device,
+                    workdir,
+                    {},
+                    None,
+                    config.sandbox,
+                    config.host_memory_bytes,
+                )
                 builder.grant(workdir)
                 builder.grant(build_dir)
                 compile_s = _build(builder, common, env, config)
@@ -552,15 +572,17 @@ def _evaluate(run: _Run) -> None:
                 key = f"device.{step}"
                 res.phase_seconds[key] = round(res.phase_seconds.get(key, 0.0) + spent, 4)
 
-    def building_off_device(step: str, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def building_off_device(
+        step: str, message: dict[str, Any], timeout_s: float, what: str
+    ) -> dict[str, Any]:
         """A candidate-process step that may compile (`load_inline` at import, in `__init__`
         or in the first forward, where the builder cannot reach): the shared device lock is
         held while the candidate process has no child and let go while it has one (torch's
         ninja and the compilers under it), so a build on the GPU box never keeps the timed
         phases of other evaluations waiting. In the first H200 run of the CUDA-L1 audit, 386
         of the lock's 453 held seconds were such builds. A child still running when the step
-        ends is refused as before. `timeout_s` bounds the time on the device; the build, the
-        compile timeout."""
+        ends is refused as before. `timeout_s` bounds the time on the device (`what` the
+        candidate was doing names it when it runs out); the build, the compile timeout."""
         assert run.worker is not None
         worker = run.worker
         left = {"device": timeout_s, "build": cfg.compile_timeout_s}
@@ -578,12 +600,18 @@ def _evaluate(run: _Run) -> None:
                 if not sent:  # the step starts inside a hold
                     worker.send(message)
                     sent = True
-                answer = _answer_unless(
-                    worker,
-                    lambda: bool(harness.child_processes(worker.pid)),
-                    left["device"],
-                    timeout_s,
-                )
+                try:
+                    answer = _answer_unless(
+                        worker,
+                        lambda: bool(harness.child_processes(worker.pid)),
+                        left["device"],
+                        timeout_s,
+                    )
+                except WorkerTimeout:
+                    raise WorkerTimeout(
+                        f"{what} held the device for more than {timeout_s:.0f} s "
+                        "(builds not counted)"
+                    ) from None
             left["device"] -= time.monotonic() - t0
             if answer is not None:
                 return answer
@@ -715,18 +743,17 @@ def _evaluate(run: _Run) -> None:
         "env": run.build_env,
     }
     try:
-        # On the CPU the candidate process compiles itself, outside the lock (the host is the
-        # device there, and compilers must not hold it); on a GPU the builder has built what it
-        # could reach, and a build it could not reach lets the lock go while it runs.
+        # On a GPU the builder has built what it could reach; on the CPU the candidate process
+        # builds everything itself. Either way a build lets the lock go while it runs, and the
+        # rest (imports, ModelNew's __init__) has `load_device_s` on the device.
         with run.compile_slot():
-            if cfg.device == "cuda":
-                loaded = building_off_device("load", load, cfg.compile_timeout_s)
-            else:
-                loaded = run.worker.request(load, cfg.compile_timeout_s)
+            loaded = building_off_device(
+                "load", load, cfg.load_device_s, "importing it and constructing ModelNew"
+            )
         _check_answer(run, loaded, "load")
         # a build inside forward is compile work too, but a hanging forward is not a build
         called = building_off_device(
-            "load", {"cmd": "first_call", "seed": draw()}, cfg.run_timeout_s
+            "load", {"cmd": "first_call", "seed": draw()}, cfg.run_timeout_s, "its first call"
         )
         _check_answer(run, called, "first_call")
     except _Verdict:

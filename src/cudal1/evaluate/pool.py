@@ -117,6 +117,7 @@ class WorkerPool:
         compile_slots: threading.Semaphore | None = None,
         lock_path: str | None = None,
         sandboxed: bool = True,
+        host_memory: int | None = None,
     ) -> None:
         self.device = device
         self.size = size
@@ -125,6 +126,7 @@ class WorkerPool:
         self.gpu = gpu
         self.lock_path = lock_path
         self.sandboxed = sandboxed
+        self.host_memory = host_memory
         sweep_abandoned_pool_dirs()
         self.dir, self._dir_lock = _hold_pool_dir()
         self.env = worker_env(device)
@@ -172,7 +174,9 @@ class WorkerPool:
         return worker
 
     def _spawn(self, role: str) -> Worker:
-        worker = start_worker(role, self.device, self.dir, self.env, self.cpus, self.sandboxed)
+        worker = start_worker(
+            role, self.device, self.dir, self.env, self.cpus, self.sandboxed, self.host_memory
+        )
         if self.device == "cuda" and role != "builder":
             self.warming[worker] = self.warmer.submit(self._warm, worker)
         return worker
@@ -254,6 +258,7 @@ class LocalEvaluator:
                 compile_slots=slots,
                 lock_path=config.lock_path(name),
                 sandboxed=config.sandbox,
+                host_memory=config.host_memory_bytes,
             )
             for i, name in enumerate(names)
         ]

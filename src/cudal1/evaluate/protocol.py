@@ -57,9 +57,11 @@ class ProtocolError(Exception):
 
 @dataclass(frozen=True)
 class SandboxSpec:
-    """How a worker is sandboxed (`sandbox.py`): `gpu` gives it the GPU device files."""
+    """How a worker is sandboxed (`sandbox.py`): `gpu` gives it the GPU device files; `memory`
+    bounds the host memory of the worker and all it starts (bytes; None: no bound)."""
 
     gpu: bool
+    memory: int | None = None
 
 
 @dataclass(eq=False)  # identity: a pool tracks the workers it handed out
@@ -176,6 +178,9 @@ class Worker:
                 return f" (killed by {signal.Signals(-code).name})"
             except ValueError:
                 return f" (signal {-code})"
+        if code == sandbox.OVER_MEMORY_EXIT and self.control is not None:
+            said = [ln for ln in self.log_tail().splitlines() if ln.startswith("sandbox: ")]
+            return f": {said[-1].removeprefix('sandbox: ')}" if said else " (over its memory)"
         return f" (exit code {code})"
 
     def log_tail(self, max_chars: int = 3000) -> str:
@@ -268,7 +273,11 @@ def spawn(
             private_tmp.mkdir()
             proc_env["TMPDIR"] = str(private_tmp)
             proc, control = sandbox.start(
-                argv, writable=[str(private_tmp)], gpu=sandboxed.gpu, **popen
+                argv,
+                writable=[str(private_tmp)],
+                gpu=sandboxed.gpu,
+                memory=sandboxed.memory,
+                **popen,
             )
     finally:
         if cpus is not None:

@@ -20,12 +20,22 @@ mount, pid, network and IPC namespaces before Python loads anything of the candi
 - no capabilities after `exec` and `no_new_privs`: the read-only mounts cannot be undone from
   inside (a nested user namespace gets them locked).
 
+Host memory has a ceiling (`--memory BYTES`), in two layers:
+
+- the program and everything it starts get it as RLIMIT_DATA, so an allocation beyond it fails
+  at once in the process that asked (torch raises "can't allocate memory"). Without it, a
+  GRPO candidate's `nn.Linear(256**3 * 128, 512)` (1.1e12 weights) filled the H100 host's
+  memory for 131.5 s until the kernel killed it, while the evaluator waited on it;
+- the launcher sums, four times a second, what the namespace's processes hold in host memory
+  (their anonymous pages, the shared memory they map and their memfd files: what RLIMIT_DATA
+  does not count) and ends the namespace when the sum passes the ceiling.
+
 What it does not block: reading files the user could read (the task and the candidate's own
 source are no secrets; expected outputs never exist in the candidate's process), CPU and GPU time
 (bounded by the evaluator's timeouts, and measured), and what the candidate does inside its own
 process (the static and dynamic checks of the evaluator cover that).
 
-How. `python -I -S sandbox.py --ctl R,W [--rw DIR]... [--gpu] -- PROGRAM ARGS` (stdlib only, so
+How. `python -I -S sandbox.py --ctl R,W [--rw DIR]... [--gpu] [--memory BYTES] -- PROGRAM ARGS` (stdlib only, so
 nothing of site-packages runs before the boundary exists). The launcher unshares, mounts, forks
 the program as the new pid namespace's init and stays behind as its parent, outside that pid
 namespace but inside the mount namespace, with the namespace's capabilities: on its control pipe
@@ -42,6 +52,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -66,6 +77,10 @@ PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 REFUSED_EXIT = 97
 """The launcher's exit status when the kernel refuses a mechanism (its one line is on stderr)."""
+OVER_MEMORY_EXIT = 98
+"""The launcher's exit status when it ended the namespace for its host memory (one line on
+stderr says how much)."""
+MEMORY_POLL_S = 0.25
 
 PRIVATE_TMP_SIZE = "1g"
 """The private /tmp's ceiling (a tmpfs, in memory): scratch files, not builds (those go to the
@@ -244,9 +259,53 @@ def _drop_privileges() -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 
-def _serve_control(child: int, ctl_in: int, ctl_out: int, status_r: int) -> int:
-    """The launcher's life after the fork: answer grants until the program ends, then end with
-    its status."""
+def _namespace_memory() -> int:
+    """Bytes of host memory the processes in this launcher's /proc hold: resident anonymous
+    pages, mapped shared memory, and the size of memfd files they keep open (written, not
+    mapped, they show in no process's resident set). A page counted twice (a mapped memfd)
+    only errs towards ending sooner."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):  # a process that ended meanwhile
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith(("RssAnon:", "RssShmem:")):
+                        total += int(line.split()[1]) << 10
+            fds = f"/proc/{entry}/fd"
+            for fd in os.listdir(fds):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"{fds}/{fd}").startswith("/memfd:"):
+                        total += os.stat(f"{fds}/{fd}").st_blocks * 512
+    return total
+
+
+def _over_memory(child: int, limit: int, host_proc: int) -> bool:
+    """End the namespace (its init: the kernel ends the rest) when it holds more than `limit`
+    bytes of host memory, saying so on stderr. Only once the init has mounted the namespace's
+    /proc over the host's (`host_proc`, its device number before): until then the launcher
+    would be reading every process of the host."""
+    if os.stat("/proc").st_dev == host_proc:
+        return False
+    held = _namespace_memory()
+    if held <= limit:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    sys.stderr.write(
+        f"sandbox: its processes held {held / 2**30:.1f} GiB of host memory, over the "
+        f"sandbox's limit of {limit / 2**30:.1f} GiB; all of them were ended\n"
+    )
+    return True
+
+
+def _serve_control(
+    child: int, ctl_in: int, ctl_out: int, status_r: int, memory: int | None, host_proc: int
+) -> int:
+    """The launcher's life after the fork: answer grants and watch the namespace's memory until
+    the program ends, then end with its status."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -254,7 +313,10 @@ def _serve_control(child: int, ctl_in: int, ctl_out: int, status_r: int) -> int:
     os.write(ctl_out, f"pid {child}\n".encode())
     buffer = b""
     while not os.waitpid(child, os.WNOHANG)[0]:
-        ready, _, _ = select.select([ctl_in, wake_r], [], [], 5.0)
+        if memory is not None and _over_memory(child, memory, host_proc):
+            return OVER_MEMORY_EXIT
+        poll_s = 5.0 if memory is None else MEMORY_POLL_S
+        ready, _, _ = select.select([ctl_in, wake_r], [], [], poll_s)
         if wake_r in ready:
             os.read(wake_r, 4096)
         if ctl_in not in ready:
@@ -285,9 +347,10 @@ def _serve_control(child: int, ctl_in: int, ctl_out: int, status_r: int) -> int:
     if len(raw) != 4:  # init failed before the program started
         return REFUSED_EXIT
     status = int.from_bytes(raw, "little")
-    if os.WIFSIGNALED(status):
+    if os.WIFSIGNALED(status):  # end the same way, so the parent sees the signal
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # the two with no handler to reset
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     return os.waitstatus_to_exitcode(status)
 
@@ -298,6 +361,7 @@ def main(argv: list[str]) -> int:
     writable = [options[i + 1] for i, o in enumerate(options) if o == "--rw"]
     ctl_in, ctl_out = (int(x) for x in options[options.index("--ctl") + 1].split(","))
     gpu = "--gpu" in options
+    memory = int(options[options.index("--memory") + 1]) if "--memory" in options else None
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the evaluator gone: so are we
     try:
         _enter_namespaces()
@@ -307,6 +371,7 @@ def main(argv: list[str]) -> int:
         return REFUSED_EXIT
     status_r, status_w = os.pipe()
     launcher_r, launcher_w = os.pipe()  # the write end stays open as long as this process lives
+    host_proc = os.stat("/proc").st_dev
     child = os.fork()
     if child == 0:
         if _host_tmp is not None:
@@ -315,13 +380,13 @@ def main(argv: list[str]) -> int:
         os.close(ctl_out)
         os.close(status_r)
         os.close(launcher_w)
-        _init(program, status_w, launcher_r)
+        _init(program, status_w, launcher_r, memory)
     os.close(status_w)
     os.close(launcher_r)
-    return _serve_control(child, ctl_in, ctl_out, status_r)
+    return _serve_control(child, ctl_in, ctl_out, status_r, memory, host_proc)
 
 
-def _init(program: list[str], status_w: int, launcher_r: int) -> None:
+def _init(program: list[str], status_w: int, launcher_r: int, memory: int | None) -> None:
     """The pid namespace's init: start the program as its only child, reap whatever else ends
     up here, and pass the program's wait status to the launcher. The program is not init
     itself, so signals reach it as they reach any process (the kernel ignores a signal an init
@@ -341,6 +406,8 @@ def _init(program: list[str], status_w: int, launcher_r: int) -> None:
     if worker == 0:
         os.close(status_w)
         try:
+            if memory is not None:  # for the program and all it starts; none can raise it
+                resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
             os.execvp(program[0], program)
         except OSError as e:
             sys.stderr.write(f"sandbox: cannot start {program[0]}: {e}\n")
@@ -430,9 +497,10 @@ def _children(pid: int) -> list[int]:
 
 
 def start(
-    argv: list[str], writable: list[str], gpu: bool, **popen: Any
+    argv: list[str], writable: list[str], gpu: bool, memory: int | None = None, **popen: Any
 ) -> tuple[subprocess.Popen, Control]:
-    """Start `argv` sandboxed; `popen` goes to `subprocess.Popen` (its `pass_fds` are kept)."""
+    """Start `argv` sandboxed, with at most `memory` bytes of host memory if given; `popen`
+    goes to `subprocess.Popen` (its `pass_fds` are kept)."""
     cmd_r, cmd_w = os.pipe()
     ans_r, ans_w = os.pipe()
     launcher = [sys.executable, "-I", "-S", __file__, "--ctl", f"{cmd_r},{ans_w}"]
@@ -440,6 +508,8 @@ def start(
         launcher += ["--rw", path]
     if gpu:
         launcher.append("--gpu")
+    if memory is not None:
+        launcher += ["--memory", str(memory)]
     pass_fds = (*popen.pop("pass_fds", ()), cmd_r, ans_w)
     try:
         proc = subprocess.Popen([*launcher, "--", *argv], pass_fds=pass_fds, **popen)

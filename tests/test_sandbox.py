@@ -1,0 +1,130 @@
+"""The sandbox's host-memory ceiling, and how a sandboxed program's end reaches the evaluator."""
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from cudal1.evaluate import EvalConfig, evaluate, sandbox
+from cudal1.tasks import load_suite
+
+GELU = load_suite("bundled", validate=False).get("L1_20")
+FAST = dict(device="cpu", trials=1, timing_budget_s=0.1, min_pairs=7, max_pairs=14)
+MiB = 1 << 20
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs_a_sandbox():
+    try:
+        sandbox.check_available()
+    except sandbox.SandboxError as e:
+        pytest.skip(f"this machine cannot sandbox: {e}")
+
+
+def _run(code: str, memory: int | None) -> subprocess.CompletedProcess:
+    proc, control = sandbox.start(
+        [sys.executable, "-S", "-c", code],
+        writable=[],
+        gpu=False,
+        memory=memory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        control.close()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
+
+
+ASK_FOR_A_GIB = (
+    "try:\n    bytearray(1 << 30)\n    print('given')\nexcept MemoryError:\n    print('refused')\n"
+)
+
+TOUCH_SHARED = (
+    "import mmap, time\n"
+    "m = mmap.mmap(-1, {size})  # shared and anonymous: not data, for RLIMIT_DATA\n"
+    "for i in range(0, len(m), 4096):\n    m[i] = 1\n"
+    "print('held', flush=True)\ntime.sleep({hold})\n"
+)
+
+WRITE_MEMFD = (
+    "import os, time\nfd = os.memfd_create('x')\nchunk = b'1' * (16 << 20)\n"
+    "for _ in range(64):\n    os.write(fd, chunk)  # 1 GiB in memory, mapped nowhere\n"
+    "print('held', flush=True)\ntime.sleep(60)\n"
+)
+
+
+def test_an_allocation_past_the_ceiling_fails_in_the_program_that_asked():
+    """RLIMIT_DATA: the program's own allocator says no at once, and the program goes on."""
+    assert _run(ASK_FOR_A_GIB, memory=None).stdout.strip() == "given"
+    limited = _run(ASK_FOR_A_GIB, memory=512 * MiB)
+    assert (limited.returncode, limited.stdout.strip()) == (0, "refused"), limited.stderr
+
+
+@pytest.mark.parametrize(
+    "code", [TOUCH_SHARED.format(size=1 << 30, hold=60), WRITE_MEMFD], ids=["shared", "memfd"]
+)
+def test_memory_the_data_limit_does_not_count_ends_the_sandbox(code):
+    """Shared mappings and memfd files escape RLIMIT_DATA; the launcher's watch ends the whole
+    namespace and says how much it held."""
+    ended = _run(code, memory=512 * MiB)
+    assert ended.returncode == sandbox.OVER_MEMORY_EXIT, (ended.returncode, ended.stderr)
+    assert "over the sandbox's limit of 0.5 GiB" in ended.stderr
+
+
+def test_memory_under_the_ceiling_is_left_alone():
+    kept = _run(TOUCH_SHARED.format(size=64 * MiB, hold=1), memory=512 * MiB)
+    assert (kept.returncode, kept.stdout.strip()) == (0, "held"), kept.stderr
+
+
+def test_a_program_killed_by_sigkill_ends_its_launcher_the_same_way():
+    """The launcher passes the program's signal on (before, re-raising SIGKILL failed in
+    signal.signal and the launcher exited 1: an out-of-memory kill read as 'exit code 1')."""
+    killed = _run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", memory=None)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+
+def test_a_layer_too_large_for_the_host_fails_at_once_naming_the_allocation():
+    """A GRPO candidate built nn.Linear(256**3 * 128, 512): 1.1e12 weights, filling the H100
+    host's memory for 131.5 s. Under the ceiling torch's allocator refuses it at once."""
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.empty(1 << 30))  # 4 GiB\n\n"
+        "    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
+    )
+    result = evaluate(GELU, source, EvalConfig(**FAST, host_memory_gb=2.0))
+    assert result.status == "runtime_error", result.reasons
+    assert "can't allocate memory" in " ".join(result.reasons)
+
+
+def test_shared_memory_past_the_ceiling_ends_the_candidate_naming_it():
+    source = (
+        "import mmap\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        m = mmap.mmap(-1, 3 << 30)\n"
+        "        for i in range(0, len(m), 4096):\n            m[i] = 1\n"
+        "        return torch.nn.functional.gelu(x)\n"
+    )
+    config = EvalConfig(**FAST, host_memory_gb=2.0, static_gate=False)  # the OS layer alone
+    result = evaluate(GELU, source, config)
+    assert result.status == "runtime_error", result.reasons
+    assert "over the sandbox's limit of 2.0 GiB" in result.reasons[-1]
+
+
+def test_a_load_that_holds_the_device_too_long_is_a_timeout_naming_it():
+    """Importing the candidate and ModelNew's __init__ share the device with every other
+    evaluation's timed phases: they get `load_device_s`, not the 900 s a build gets."""
+    source = (
+        "import time\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        end = time.time() + 60\n"
+        "        while time.time() < end:\n            pass\n\n"
+        "    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
+    )
+    result = evaluate(GELU, source, EvalConfig(**FAST, load_device_s=3.0))
+    assert result.status == "timeout", result.reasons
+    assert result.reasons == [
+        "importing it and constructing ModelNew held the device for more than 3 s "
+        "(builds not counted)"
+    ]
