@@ -67,8 +67,10 @@ def main() -> None:
     ceiling = EvalConfig().host_memory_bytes
     scratch = args.out / "scratch"
     scratch.mkdir(exist_ok=True)
+    steps = scratch / "steps.py"  # a file: Triton reads a kernel's source from it
+    steps.write_text(STEPS)
     proc, control = sandbox.start(
-        [sys.executable, "-c", STEPS],
+        [sys.executable, str(steps)],
         writable=[str(scratch)],
         gpu=True,
         memory=ceiling,
