@@ -128,3 +128,17 @@ def test_a_load_that_holds_the_device_too_long_is_a_timeout_naming_it():
         "importing it and constructing ModelNew held the device for more than 3 s "
         "(builds not counted)"
     ]
+
+
+@pytest.mark.parametrize(("value", "shown"), [("abc", "'abc'"), ("0", "0"), ("true", "True")])
+def test_a_bad_ceiling_is_one_line_and_nothing_written(cli, tmp_path, value, shown):
+    out = tmp_path / "run"
+    code, _, err = cli(
+        *("train", "grpo", "--model", "tiny-random", "--steps", "1", "--device", "cpu"),
+        *("--out", str(out), "--set", f"eval.host_memory_gb={value}"),
+    )
+    assert code == 2 and not out.exists()
+    assert err.strip().splitlines() == [
+        "cudal1: error: host_memory_gb must be a number of GiB > 0, or null for no ceiling; "
+        f"got {shown}"
+    ]

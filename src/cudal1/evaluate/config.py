@@ -155,10 +155,15 @@ class EvalConfig:
             self.max_host_wait = 0.02 if self.device == "cuda" else 0.5
         if self.interference_retries < 0:
             raise Cudal1Error(f"interference_retries must be >= 0, got {self.interference_retries}")
-        if self.host_memory_gb is not None and self.host_memory_gb <= 0:
-            raise Cudal1Error(f"host_memory_gb must be > 0 or None, got {self.host_memory_gb}")
-        if self.load_device_s <= 0:
-            raise Cudal1Error(f"load_device_s must be > 0, got {self.load_device_s}")
+        if self.host_memory_gb is not None and not _positive(self.host_memory_gb):
+            raise Cudal1Error(
+                f"host_memory_gb must be a number of GiB > 0, or null for no ceiling; "
+                f"got {self.host_memory_gb!r}"
+            )
+        if not _positive(self.load_device_s):
+            raise Cudal1Error(
+                f"load_device_s must be a number of seconds > 0, got {self.load_device_s!r}"
+            )
 
     @property
     def host_wait_limit(self) -> float:
@@ -199,3 +204,7 @@ class EvalConfig:
         d["build_root"] = str(self.build_root)
         d["lock_dir"] = str(self.lock_dir) if self.lock_dir else None
         return d
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
