@@ -96,7 +96,7 @@ class EvalConfig:
     """Importing the candidate and constructing ModelNew, builds not counted: the time this step
     may hold the shared device lock, where every timed phase of other evaluations waits for
     it. Of 748 such holds in the H100 audits and learning-curve runs the longest was at most
-    27.1 s; a GRPO candidate's 1.1e12-weight layer held it 131.5 s, the GPU idle meanwhile."""
+    27.1 s; a GRPO candidate's 1.1e12-weight layer held it 131.5 s, the GPU idle about 115 s."""
     host_memory_gb: float | None = 16.0
     """Host memory each sandboxed candidate process, with everything it starts, may hold
     (`sandbox.py`); None: no bound. A whole box's workers share the host (the learning curve ran

@@ -24,8 +24,9 @@ Host memory has a ceiling (`--memory BYTES`), in two layers:
 
 - the program and everything it starts get it as RLIMIT_DATA, so an allocation beyond it fails
   at once in the process that asked (torch raises "can't allocate memory"). Without it, a
-  GRPO candidate's `nn.Linear(256**3 * 128, 512)` (1.1e12 weights) filled the H100 host's
-  memory for 131.5 s until the kernel killed it, while the evaluator waited on it;
+  GRPO candidate's `nn.Linear(256**3 * 128, 512)` (1.1e12 weights) spent 131.5 s loading on
+  the H100 box, while the evaluator waited on it, until a SIGKILL (most likely the kernel's
+  out-of-memory killer) ended it;
 - the launcher sums, four times a second, what the namespace's processes hold in host memory
   (their anonymous pages, the shared memory they map and their memfd files: what RLIMIT_DATA
   does not count) and ends the namespace when the sum passes the ceiling.
