@@ -3,6 +3,7 @@
 import signal
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -86,29 +87,33 @@ def test_a_program_killed_by_sigkill_ends_its_launcher_the_same_way():
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
 
+def _gelu(imports: str = "", init: str = "", forward: str = "") -> str:
+    """A GELU candidate running `init` in its __init__ and `forward` before it answers."""
+    lines = [imports, "import torch", "import torch.nn as nn", "", "", "class ModelNew(nn.Module):"]
+    if init:
+        lines += ["    def __init__(self):", "        super().__init__()"]
+        lines += [textwrap.indent(init, " " * 8), ""]
+    lines += [
+        "    def forward(self, x):",
+        *([textwrap.indent(forward, " " * 8)] if forward else []),
+    ]
+    lines += ["        return torch.nn.functional.gelu(x)", ""]
+    return "\n".join(lines)
+
+
 def test_a_layer_too_large_for_the_host_fails_at_once_naming_the_allocation():
-    """A GRPO candidate built nn.Linear(256**3 * 128, 512): 1.1e12 weights, filling the H100
-    host's memory for 131.5 s. Under the ceiling torch's allocator refuses it at once."""
-    source = (
-        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n"
-        "        self.w = nn.Parameter(torch.empty(1 << 30))  # 4 GiB\n\n"
-        "    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
-    )
+    """A GRPO candidate built nn.Linear(256**3 * 128, 512), 1.1e12 weights, and spent 131.5 s
+    loading on the H100 box until a SIGKILL. Under the ceiling torch's allocator refuses it."""
+    source = _gelu(init="self.w = nn.Parameter(torch.empty(1 << 30))  # 4 GiB")
     result = evaluate(GELU, source, EvalConfig(**FAST, host_memory_gb=2.0))
     assert result.status == "runtime_error", result.reasons
     assert "can't allocate memory" in " ".join(result.reasons)
 
 
 def test_shared_memory_past_the_ceiling_ends_the_candidate_naming_it():
-    source = (
-        "import mmap\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-        "    def forward(self, x):\n        m = mmap.mmap(-1, 3 << 30)\n"
-        "        for i in range(0, len(m), 4096):\n            m[i] = 1\n"
-        "        return torch.nn.functional.gelu(x)\n"
-    )
+    touch = "m = mmap.mmap(-1, 3 << 30)\nfor i in range(0, len(m), 4096):\n    m[i] = 1"
     config = EvalConfig(**FAST, host_memory_gb=2.0, static_gate=False)  # the OS layer alone
-    result = evaluate(GELU, source, config)
+    result = evaluate(GELU, _gelu(imports="import mmap", forward=touch), config)
     assert result.status == "runtime_error", result.reasons
     assert "over the sandbox's limit of 2.0 GiB" in result.reasons[-1]
 
@@ -116,12 +121,8 @@ def test_shared_memory_past_the_ceiling_ends_the_candidate_naming_it():
 def test_a_load_that_holds_the_device_too_long_is_a_timeout_naming_it():
     """Importing the candidate and ModelNew's __init__ share the device with every other
     evaluation's timed phases: they get `load_device_s`, not the 900 s a build gets."""
-    source = (
-        "import time\nimport torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n        end = time.time() + 60\n"
-        "        while time.time() < end:\n            pass\n\n"
-        "    def forward(self, x):\n        return torch.nn.functional.gelu(x)\n"
-    )
+    spin = "end = time.time() + 60\nwhile time.time() < end:\n    pass"
+    source = _gelu(imports="import time", init=spin)
     result = evaluate(GELU, source, EvalConfig(**FAST, load_device_s=3.0))
     assert result.status == "timeout", result.reasons
     assert result.reasons == [

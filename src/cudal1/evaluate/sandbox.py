@@ -36,15 +36,16 @@ source are no secrets; expected outputs never exist in the candidate's process),
 (bounded by the evaluator's timeouts, and measured), and what the candidate does inside its own
 process (the static and dynamic checks of the evaluator cover that).
 
-How. `python -I -S sandbox.py --ctl R,W [--rw DIR]... [--gpu] [--memory BYTES] -- PROGRAM ARGS` (stdlib only, so
-nothing of site-packages runs before the boundary exists). The launcher unshares, mounts, forks
-the program as the new pid namespace's init and stays behind as its parent, outside that pid
-namespace but inside the mount namespace, with the namespace's capabilities: on its control pipe
-the parent (the evaluator) can grant one more directory write access (`rw PATH`) when an
-evaluation takes a pre-started worker. The namespace's init (pid 1 there) is a small process
-of the launcher's that starts the program as its only child, so signals reach the program as
-they reach any process. The launcher reports the init's pid as the host sees it first
-(`pid N`), and exits with the program's status.
+How. `python -I -S sandbox.py --ctl R,W [--rw DIR]... [--gpu] [--memory BYTES] -- PROGRAM
+ARGS` (stdlib only, so nothing of site-packages runs before the boundary exists). The
+launcher unshares, mounts, forks the program as the new pid namespace's init and stays behind
+as its parent, outside that pid namespace but inside the mount namespace, with the namespace's
+capabilities: on its control pipe the parent (the evaluator) can grant one more directory
+write access (`rw PATH`) when an evaluation takes a pre-started worker. The namespace's init
+(pid 1 there) is a small process of the launcher's that starts the program as its only child,
+so signals reach the program as they reach any process. The launcher reports the init's pid
+as the host sees it first (`pid N`), and exits with the program's status (98 when it ended
+the namespace for its memory).
 """
 
 from __future__ import annotations
