@@ -209,3 +209,34 @@ def test_the_precompiled_binding_header_gives_the_same_object(tmp_path):
     plain = compile_main({}, tmp_path / "without.o")
     assert not any(line.startswith("! ") for line in plain.splitlines())
     assert (tmp_path / "with.o").read_bytes() == (tmp_path / "without.o").read_bytes()
+
+
+def test_a_reinstalled_header_makes_its_precompiled_header_stale(tmp_path):
+    """A torch reinstalled at the same path with the same version dates its header anew: the
+    precompiled header built from the old one is no longer offered on `CPATH`, and the next
+    `ensure` builds it again, dated as the new header (a small header stands in for torch's: GCC
+    precompiles it in a moment)."""
+    from cudal1.evaluate import pch
+
+    if shutil.which("c++") is None or pch.binding_flags() is None:
+        pytest.skip("needs GCC and torch's extension builder")
+    header = tmp_path / "installed" / "extension.h"
+    header.parent.mkdir()
+    header.write_text("inline int installed_probe() { return 1; }\n")
+    root = tmp_path / "pch"
+    variants = {"default": (), "O3": ("-O3",)}
+
+    directory = pch.ensure(root, variants=variants, header=header)
+    assert directory is not None and pch.include_dir(root, header) == directory
+    gch = directory / "torch" / "extension.h.gch"
+    built = {v.name: (v.stat().st_mtime_ns, v.read_bytes()) for v in gch.glob("*.gch")}
+    assert set(built) == {"default.gch", "O3.gch"}
+
+    header.write_text("inline int installed_probe() { return 2; }\n")  # the reinstall
+    os.utime(header, ns=(header.stat().st_mtime_ns + 10**9,) * 2)
+    assert pch.include_dir(root, header) is None
+    assert pch.ensure(root, variants=variants, header=header) == directory
+    assert pch.include_dir(root, header) == directory
+    for name, (dated, content) in built.items():
+        assert (gch / name).stat().st_mtime_ns == header.stat().st_mtime_ns != dated
+        assert (gch / name).read_bytes() != content  # compiled from the new header

@@ -88,29 +88,41 @@ def _compiler_identity() -> str | None:
     return f"{compiler}\n{out.stdout}"
 
 
-def include_dir(root: Path) -> Path | None:
+def include_dir(root: Path, header: Path | None = None) -> Path | None:
     """This machine's precompiled-header directory under `root` (for `CPATH`), or None while no
-    variant has been built. Keyed by compiler, torch build, header path and flags: a node with
-    the same installation uses the same path (a build made there is up to date here), another
-    installation gets a directory of its own."""
-    key = _key()
+    variant has been built from the header installed now. Keyed by compiler, torch build,
+    header path and flags: a node with the same installation uses the same path (a build made
+    there is up to date here), another installation gets a directory of its own. `header`:
+    the header precompiled (torch's when None)."""
+    header = header or torch_header()
+    key = _key(header)
     if key is None:
         return None
     directory = root / key
     gch = directory / "torch" / "extension.h.gch"
-    ready = gch.is_dir() and any(gch.glob("*.gch")) and (gch.parent / "extension.h").exists()
-    return directory if ready else None
+    ready = gch.is_dir() and (gch.parent / "extension.h").exists()
+    return directory if ready and any(_current(v, header) for v in gch.glob("*.gch")) else None
+
+
+def _current(variant: Path, header: Path) -> bool:
+    """Whether `variant` was built from the header installed now: each is dated as the header
+    it was built from, and a reinstalled torch (same version and path, a new date) makes it
+    stale, to be built again."""
+    try:
+        return variant.stat().st_mtime_ns == header.stat().st_mtime_ns
+    except FileNotFoundError:
+        return False
 
 
 @functools.cache
-def _key() -> str | None:
+def _key(header: Path) -> str | None:
     compiler, flags = _compiler_identity(), binding_flags()
     if compiler is None or flags is None:
         return None
     import torch
 
     version = f"{torch.__version__} {torch.version.git_version}"
-    stamp = f"{compiler}\n{torch_header()}\n{version}\n{' '.join(flags)}"
+    stamp = f"{compiler}\n{header}\n{version}\n{' '.join(flags)}"
     return hashlib.sha256(stamp.encode()).hexdigest()[:16]
 
 
@@ -118,26 +130,30 @@ def ensure(
     root: Path,
     cpus: frozenset[int] | None = None,
     variants: dict[str, tuple[str, ...]] = VARIANTS,
+    header: Path | None = None,
 ) -> Path | None:
-    """Build those of `variants` not built yet (one builder per machine at a time), on `cpus`
-    (the cores no evaluation measures on; None: any); the `CPATH` directory, or None when this
-    machine cannot (no GCC, unknown flags, a failed compile)."""
-    compiler, flags, key = os.environ.get("CXX", "c++"), binding_flags(), _key()
+    """Build those of `variants` not built from `header` (torch's when None) yet, one builder
+    per machine at a time, on `cpus` (the cores no evaluation measures on; None: any); the
+    `CPATH` directory, or None when this machine cannot (no GCC, unknown flags, a failed
+    compile)."""
+    header = header or torch_header()
+    compiler, flags, key = os.environ.get("CXX", "c++"), binding_flags(), _key(header)
     if flags is None or key is None:
         return None
     directory = root / key
     gch = directory / "torch" / "extension.h.gch"
     gch.mkdir(parents=True, exist_ok=True)
-    header = torch_header()
     with _building, harness.exclusive(directory / ".building.lock"):
         # A second `#include <torch/extension.h>` (the candidate's own, after load_inline's)
         # cannot use a precompiled header: GCC then reads the header beside the .gch: torch's.
         beside = directory / "torch" / "extension.h"
         if not beside.is_symlink():
             beside.symlink_to(header)
+        for stale in [v for v in gch.glob("*.gch") if not _current(v, header)]:
+            stale.unlink()  # GCC would still pick it for the flags it was built with
         for name, extra in variants.items():
             target = gch / f"{name}.gch"
-            if target.exists():
+            if _current(target, header):
                 continue
             with tempfile.TemporaryDirectory(dir=directory) as tmp:
                 partial = Path(tmp) / f"{name}.gch"
@@ -152,7 +168,7 @@ def ensure(
                 )
                 if out.returncode != 0:
                     log.warning("precompiling %s failed: %s", header, out.stderr[-500:])
-                    return include_dir(root)
+                    return include_dir(root, header)
                 mtime = header.stat().st_mtime_ns
                 os.utime(partial, ns=(mtime, mtime))
                 partial.rename(target)  # GCC never sees half a header
