@@ -211,11 +211,12 @@ def test_the_precompiled_binding_header_gives_the_same_object(tmp_path):
     assert (tmp_path / "with.o").read_bytes() == (tmp_path / "without.o").read_bytes()
 
 
-def test_a_reinstalled_header_makes_its_precompiled_header_stale(tmp_path):
-    """A torch reinstalled at the same path with the same version dates its header anew: the
-    precompiled header built from the old one is no longer offered on `CPATH`, and the next
-    `ensure` builds it again, dated as the new header (a small header stands in for torch's: GCC
-    precompiles it in a moment)."""
+def test_a_reinstalled_header_is_precompiled_again_only_when_it_changed(tmp_path):
+    """A torch reinstalled at the same path with the same version dates its header anew. The
+    precompiled headers built from the old one are offered on `CPATH` no more; the next
+    `ensure` dates them as the new header where every file GCC read for them is the same (the
+    same inode: not rebuilt), and builds them again where one differs (a small header stands
+    in for torch's: GCC precompiles it in a moment)."""
     from cudal1.evaluate import pch
 
     if shutil.which("c++") is None or pch.binding_flags() is None:
@@ -226,17 +227,31 @@ def test_a_reinstalled_header_makes_its_precompiled_header_stale(tmp_path):
     root = tmp_path / "pch"
     variants = {"default": (), "O3": ("-O3",)}
 
+    def reinstall(text: str) -> None:
+        header.write_text(text)
+        os.utime(header, ns=(header.stat().st_mtime_ns + 10**9,) * 2)
+        assert pch.include_dir(root, header) is None
+
     directory = pch.ensure(root, variants=variants, header=header)
     assert directory is not None and pch.include_dir(root, header) == directory
     gch = directory / "torch" / "extension.h.gch"
-    built = {v.name: (v.stat().st_mtime_ns, v.read_bytes()) for v in gch.glob("*.gch")}
-    assert set(built) == {"default.gch", "O3.gch"}
+    assert {v.name for v in gch.glob("*")} == {"default.gch", "O3.gch"}
+    for name in variants:  # held, so a rebuilt one cannot reuse the inode
+        os.link(gch / f"{name}.gch", tmp_path / name)
 
-    header.write_text("inline int installed_probe() { return 2; }\n")  # the reinstall
-    os.utime(header, ns=(header.stat().st_mtime_ns + 10**9,) * 2)
-    assert pch.include_dir(root, header) is None
+    reinstall(header.read_text())
     assert pch.ensure(root, variants=variants, header=header) == directory
     assert pch.include_dir(root, header) == directory
-    for name, (dated, content) in built.items():
-        assert (gch / name).stat().st_mtime_ns == header.stat().st_mtime_ns != dated
-        assert (gch / name).read_bytes() != content  # compiled from the new header
+    for name in variants:
+        kept = gch / f"{name}.gch"
+        assert kept.stat().st_mtime_ns == header.stat().st_mtime_ns
+        assert kept.stat().st_ino == (tmp_path / name).stat().st_ino
+
+    reinstall("inline int installed_probe() { return 2; }\n")
+    assert pch.ensure(root, variants=variants, header=header) == directory
+    assert pch.include_dir(root, header) == directory
+    for name in variants:
+        rebuilt = gch / f"{name}.gch"
+        assert rebuilt.stat().st_mtime_ns == header.stat().st_mtime_ns
+        assert rebuilt.stat().st_ino != (tmp_path / name).stat().st_ino
+        assert rebuilt.read_bytes() != (tmp_path / name).read_bytes()

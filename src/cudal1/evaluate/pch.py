@@ -13,20 +13,26 @@ none is, it reads the header as before. Nothing in the candidate's command chang
 The headers are written here, outside the sandbox, by this module only: candidate processes
 see the directory read-only. Each variant is compiled to a temporary name and renamed into
 place, and dated as torch's header is, so a build made on another node with the same
-installation looks no newer or older to ninja than one made here.
+installation looks no newer or older to ninja than one made here. A variant dated otherwise
+was built from another installation at the same path (torch reinstalled): it is dated anew if
+every file GCC reads for it is the same, name and content, as when it was built (recorded
+beside it), and built again otherwise.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from cudal1.evaluate import harness
@@ -105,9 +111,8 @@ def include_dir(root: Path, header: Path | None = None) -> Path | None:
 
 
 def _current(variant: Path, header: Path) -> bool:
-    """Whether `variant` was built from the header installed now: each is dated as the header
-    it was built from, and a reinstalled torch (same version and path, a new date) makes it
-    stale, to be built again."""
+    """Whether `variant` is known to be built from the header installed now: it is dated as
+    the header it was built from (or found the same as, `ensure`)."""
     try:
         return variant.stat().st_mtime_ns == header.stat().st_mtime_ns
     except FileNotFoundError:
@@ -149,12 +154,18 @@ def ensure(
         beside = directory / "torch" / "extension.h"
         if not beside.is_symlink():
             beside.symlink_to(header)
+        mtime = header.stat().st_mtime_ns
         for stale in [v for v in gch.glob("*.gch") if not _current(v, header)]:
-            stale.unlink()  # GCC would still pick it for the flags it was built with
+            recorded = _recorded_inputs(directory, stale.stem)
+            if recorded and _inputs(compiler, [*flags, *recorded[0]], header, cpus) == recorded[1]:
+                os.utime(stale, ns=(mtime, mtime))  # the same files, installed anew
+            else:
+                stale.unlink()  # GCC would still pick it for the flags it was built with
         for name, extra in variants.items():
             target = gch / f"{name}.gch"
             if _current(target, header):
                 continue
+            inputs = _inputs(compiler, [*flags, *extra], header, cpus)
             with tempfile.TemporaryDirectory(dir=directory) as tmp:
                 partial = Path(tmp) / f"{name}.gch"
                 command = [compiler, *flags, *extra, "-x", "c++-header", str(header)]
@@ -164,15 +175,53 @@ def ensure(
                     text=True,
                     timeout=PCH_TIMEOUT_S,
                     check=False,
-                    preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+                    preexec_fn=_on(cpus),
                 )
-                if out.returncode != 0:
+                if out.returncode != 0 or inputs is None:
                     log.warning("precompiling %s failed: %s", header, out.stderr[-500:])
                     return include_dir(root, header)
-                mtime = header.stat().st_mtime_ns
+                record = Path(tmp) / f"{name}.json"
+                record.write_text(json.dumps({"extra": list(extra), "inputs": inputs}))
+                (directory / "inputs").mkdir(exist_ok=True)
+                record.rename(directory / "inputs" / f"{name}.json")
                 os.utime(partial, ns=(mtime, mtime))
                 partial.rename(target)  # GCC never sees half a header
     return directory
+
+
+def _on(cpus: frozenset[int] | None) -> Callable[[], None] | None:
+    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+
+
+def _inputs(
+    compiler: str, flags: list[str], header: Path, cpus: frozenset[int] | None
+) -> str | None:
+    """A digest of every file GCC reads to compile `header` with `flags` (its `-M` list, in
+    order, names and contents): what a precompiled header depends on."""
+    out = subprocess.run(
+        [compiler, *flags, "-M", "-x", "c++-header", str(header)],
+        capture_output=True,
+        text=True,
+        timeout=PCH_TIMEOUT_S,
+        check=False,
+        preexec_fn=_on(cpus),
+    )
+    if out.returncode != 0:
+        return None
+    listed = re.split(r"(?<!\\)\s+", out.stdout.replace("\\\n", " ").strip())[1:]
+    digest = hashlib.sha256()
+    for name in (n.replace("\\ ", " ") for n in listed):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(Path(name).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _recorded_inputs(directory: Path, name: str) -> tuple[list[str], str] | None:
+    """The extra flags variant `name` was built with, and the digest of what it was built from."""
+    try:
+        record = json.loads((directory / "inputs" / f"{name}.json").read_text())
+        return list(record["extra"]), str(record["inputs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def ensure_in_background(
