@@ -5,6 +5,7 @@ temporary files') and the module id's eight random characters."""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -183,3 +184,40 @@ def test_the_evaluator_builds_cuda_through_the_driver(tmp_path, monkeypatch):
     assert _normalised(tmp_path / "driver.o") == _normalised(tmp_path / "nvcc.o")
     ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "driver.o")}
     assert len(ids) == 2  # built by the driver, not by nvcc alone
+
+
+def test_the_driver_builds_in_the_candidates_sandbox(tmp_path):
+    """Where the evaluator runs it: a builder's sandbox (its own PID namespace and /proc, a
+    private TMPDIR, the file system read-only but for the build directory)."""
+    from cudal1.evaluate import sandbox
+
+    try:
+        sandbox.check_available()
+    except sandbox.SandboxError as e:
+        pytest.skip(f"this machine cannot sandbox: {e}")
+    assert NVCC is not None
+    (tmp_path / "kernel.cu").write_text(KERNEL)
+    (tmp_path / "broken.cu").write_text(KERNEL.replace("x[i] *= a;", "x[i] *= undeclared_b;"))
+    driver = [sys.executable, "-I", "-S", nvcc_driver.__file__, NVCC, *ONE_ARCH, "-MD"]
+    outcomes = []
+    for source in ("kernel", "broken"):
+        argv = [*driver, "-MF", f"{source}.o.d", "-c", f"{source}.cu", "-o", f"{source}.o"]
+        in_build_dir = f"cd {shlex.quote(str(tmp_path))} && exec {shlex.join(argv)}"
+        proc, control = sandbox.start(
+            ["bash", "-c", in_build_dir],
+            writable=[str(tmp_path)],
+            gpu=False,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            _, err = proc.communicate(timeout=300)
+        finally:
+            control.close()
+        outcomes.append((proc.returncode, err.decode()))
+    assert outcomes[0][0] == 0, outcomes[0][1]
+    assert outcomes[1][0] != 0 and "undeclared_b" in outcomes[1][1]
+    assert not (tmp_path / "broken.o").exists()
+    assert _compile(tmp_path, ONE_ARCH, "nvcc.o", driver=False).returncode == 0
+    assert _normalised(tmp_path / "kernel.o") == _normalised(tmp_path / "nvcc.o")
+    ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "kernel.o")}
+    assert len(ids) == 2  # built by the driver, not left to nvcc
