@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cudal1.evaluate import nvcc_driver
+from cudal1.evaluate import nvcc_driver, pch
 
 CANDIDATES = Path(__file__).resolve().parent.parent / "tests" / "honest" / "candidates"
 LOAD_INLINE_PREFIX = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
@@ -71,26 +70,7 @@ def torch_cuda_flags(arch: str) -> list[str]:
             raise SystemExit(f"nvcc_schedule: no CUDA toolkit at {toolkit}; set CUDA_HOME")
         cpp_extension.CUDA_HOME = toolkit
     os.environ["TORCH_CUDA_ARCH_LIST"] = arch
-    with tempfile.TemporaryDirectory() as tmp:
-        sources = [Path(tmp) / "main.cpp", Path(tmp) / "cuda.cu"]
-        for source in sources:
-            source.touch()
-        cpp_extension._write_ninja_file_to_build_library(
-            path=str(Path(tmp) / "build.ninja"),
-            name="schedule_probe",
-            sources=[str(s) for s in sources],
-            extra_cflags=[],
-            extra_cuda_cflags=[],
-            extra_sycl_cflags=[],
-            extra_ldflags=[],
-            extra_include_paths=[],
-            with_cuda=True,
-            with_sycl=False,
-            is_standalone=False,
-        )
-        ninja = (Path(tmp) / "build.ninja").read_text()
-    line = next(ln for ln in ninja.splitlines() if ln.startswith("cuda_cflags = "))
-    return shlex.split(line.removeprefix("cuda_cflags = "))
+    return pch.extension_flags("cuda_cflags", with_cuda=True)
 
 
 def compile_once(front: list[str], flags: list[str], source: str, work: Path) -> float:

@@ -52,38 +52,46 @@ def torch_header() -> Path:
     return Path(include_paths()[0]) / "torch" / "extension.h"
 
 
+def extension_flags(variable: str, with_cuda: bool = False) -> list[str]:
+    """A variable of the `build.ninja` torch's extension builder writes for an extension of a
+    `main.cpp` (and a `.cu` `with_cuda`): `cflags`, `cuda_cflags`... Raises what torch raises
+    where its builder cannot (no toolkit, a builder of another shape)."""
+    from torch.utils import cpp_extension
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = [Path(tmp) / "main.cpp", *([Path(tmp) / "cuda.cu"] if with_cuda else [])]
+        for source in sources:
+            source.touch()
+        cpp_extension._write_ninja_file_to_build_library(  # the only place torch says
+            path=str(Path(tmp) / "build.ninja"),
+            name="cudal1_probe",
+            sources=[str(s) for s in sources],
+            extra_cflags=[],
+            extra_cuda_cflags=[],
+            extra_sycl_cflags=[],
+            extra_ldflags=[],
+            extra_include_paths=[],
+            with_cuda=with_cuda,
+            with_sycl=False,
+            is_standalone=False,
+        )
+        ninja = (Path(tmp) / "build.ninja").read_text()
+    for line in ninja.splitlines():
+        if line.startswith(f"{variable} = "):
+            return shlex.split(line.removeprefix(f"{variable} = "))
+    raise ValueError(f"torch's build.ninja sets no {variable}")
+
+
 @functools.cache
 def binding_flags() -> list[str] | None:
     """The flags torch's extension builder passes when it compiles `main.cpp`, less the
     extension's name (read from the ninja file it writes; None if that cannot be done)."""
-    from torch.utils import cpp_extension
-
-    with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "main.cpp"
-        source.touch()
-        try:
-            cpp_extension._write_ninja_file_to_build_library(  # the only place torch says
-                path=str(Path(tmp) / "build.ninja"),
-                name="cudal1_pch_probe",
-                sources=[str(source)],
-                extra_cflags=[],
-                extra_cuda_cflags=[],
-                extra_sycl_cflags=[],
-                extra_ldflags=[],
-                extra_include_paths=[],
-                with_cuda=False,
-                with_sycl=False,
-                is_standalone=False,
-            )
-            ninja = (Path(tmp) / "build.ninja").read_text()
-        except Exception as e:  # a torch whose builder differs: no precompiled header
-            log.warning("precompiled headers off: torch's extension flags unknown (%s)", e)
-            return None
-    for line in ninja.splitlines():
-        if line.startswith("cflags = "):
-            flags = shlex.split(line.removeprefix("cflags = "))
-            return [f for f in flags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-    return None
+    try:
+        flags = extension_flags("cflags")
+    except Exception as e:  # a torch whose builder differs: no precompiled header
+        log.warning("precompiled headers off: torch's extension flags unknown (%s)", e)
+        return None
+    return [f for f in flags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
 def _compiler_identity() -> str | None:
