@@ -23,6 +23,8 @@
 #               no ignored files); each arm's state leaves packed directly under $OUT
 #   memory      host memory an honest GPU candidate process holds, by the counters of the
 #               sandbox's ceiling (benchmarks/host_memory.py)
+#   module-id   whether two extensions built with one nvcc module id each compute their own
+#               result in one process (benchmarks/module_id_probe.py)
 #   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
 #               them: the model's parts and TRL's wheels exceed one call's carry, so a warm
 #               machine collects them over consecutive calls (each call's carry replaces the
@@ -127,6 +129,8 @@ part() {
       done ;;
     memory)
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/host_memory.py --out "$WORK/memory" ;;
+    module-id)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/module_id_probe.py --out "$WORK/module-id" ;;
     stash)
       stash_parts && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;
