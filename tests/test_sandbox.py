@@ -143,3 +143,42 @@ def test_a_bad_ceiling_is_one_line_and_nothing_written(cli, tmp_path, value, sho
         "cudal1: error: host_memory_gb must be a number of GiB > 0, or null for no ceiling; "
         f"got {shown}"
     ]
+
+
+READ_THEN_WRITE = (
+    "import sys\n"
+    "try:\n    print(open(sys.argv[1] + '/shown.txt').read())\n"
+    "except FileNotFoundError:\n    print('hidden')\n"
+    "try:\n    open(sys.argv[1] + '/written.txt', 'w')\n    print('written')\n"
+    "except OSError as e:\n    print(e.strerror)\n"
+)
+
+
+def test_the_hosts_tmp_is_hidden_but_for_what_python_runs_from(tmp_path):
+    """The sandbox's /tmp is its own, so a venv made under the host's /tmp would vanish with
+    it; the directories Python and cudal1 run from are shown there read-only, nothing else."""
+    assert str(tmp_path).startswith("/tmp/")
+    (tmp_path / "shown.txt").write_text("from the host")
+    outcomes = []
+    for readable in ([], [str(tmp_path)]):
+        proc, control = sandbox.start(
+            [sys.executable, "-S", "-c", READ_THEN_WRITE, str(tmp_path)],
+            writable=[],
+            gpu=False,
+            readable=readable,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            out, err = proc.communicate(timeout=120)
+        finally:
+            control.close()
+        assert proc.returncode == 0, err.decode()
+        outcomes.append(out.decode().split("\n")[:2])
+    assert outcomes[0][0] == "hidden"
+    assert outcomes[1] == ["from the host", "Read-only file system"]
+    assert not (tmp_path / "written.txt").exists()
+    venv = tmp_path / "venv"
+    (venv / "lib").mkdir(parents=True)
+    shown = sandbox.in_host_tmp({"/tmp", str(venv), str(venv / "lib"), "/usr/lib", "/tmp/none"})
+    assert shown == [str(venv)]

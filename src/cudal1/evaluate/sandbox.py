@@ -61,6 +61,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 CLONE_NEWNS = 0x00020000
@@ -218,8 +219,9 @@ def _enter_namespaces() -> None:
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
 
-def _build_view(writable: list[str], gpu: bool) -> None:
-    """Everything read-only; a minimal /dev; the granted directories writable."""
+def _build_view(writable: list[str], readable: list[str], gpu: bool) -> None:
+    """Everything read-only; a minimal /dev; the granted directories writable; the `readable`
+    directories of the host's /tmp, which the private /tmp hides, shown read-only."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount reaches the host
     host_dev = os.open("/dev", os.O_PATH | os.O_DIRECTORY)
     _set_readonly("/", readonly=True, recursive=True)
@@ -245,6 +247,10 @@ def _build_view(writable: list[str], gpu: bool) -> None:
     os.close(host_dev)
     _set_readonly("/dev", readonly=True, recursive=False)
     _private_tmp()
+    for path in readable:
+        if _host_tmp is not None and path.startswith("/tmp/"):
+            _bind_from_host_tmp(path.removeprefix("/tmp/"), path)
+            _set_readonly(path, readonly=True, recursive=True)
     for path in writable:
         grant_writable(path)
 
@@ -361,13 +367,14 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     options, program = argv[:split], argv[split + 1 :]
     writable = [options[i + 1] for i, o in enumerate(options) if o == "--rw"]
+    readable = [options[i + 1] for i, o in enumerate(options) if o == "--ro"]
     ctl_in, ctl_out = (int(x) for x in options[options.index("--ctl") + 1].split(","))
     gpu = "--gpu" in options
     memory = int(options[options.index("--memory") + 1]) if "--memory" in options else None
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the evaluator gone: so are we
     try:
         _enter_namespaces()
-        _build_view(writable, gpu)
+        _build_view(writable, readable, gpu)
     except (SandboxError, OSError) as e:
         sys.stderr.write(f"sandbox: {e}\n")
         return REFUSED_EXIT
@@ -499,15 +506,24 @@ def _children(pid: int) -> list[int]:
 
 
 def start(
-    argv: list[str], writable: list[str], gpu: bool, memory: int | None = None, **popen: Any
+    argv: list[str],
+    writable: list[str],
+    gpu: bool,
+    memory: int | None = None,
+    readable: list[str] | None = None,
+    **popen: Any,
 ) -> tuple[subprocess.Popen, Control]:
     """Start `argv` sandboxed, with at most `memory` bytes of host memory if given; `popen`
-    goes to `subprocess.Popen` (its `pass_fds` are kept)."""
+    goes to `subprocess.Popen` (its `pass_fds` are kept). `readable`: directories under the
+    host's /tmp to show read-only (by default, those this Python and cudal1 run from: a venv
+    made under /tmp)."""
     cmd_r, cmd_w = os.pipe()
     ans_r, ans_w = os.pipe()
     launcher = [sys.executable, "-I", "-S", __file__, "--ctl", f"{cmd_r},{ans_w}"]
     for path in writable:
         launcher += ["--rw", path]
+    for path in _python_in_host_tmp() if readable is None else readable:
+        launcher += ["--ro", path]
     if gpu:
         launcher.append("--gpu")
     if memory is not None:
@@ -519,6 +535,21 @@ def start(
         os.close(cmd_r)
         os.close(ans_w)
     return proc, Control(cmd_w, ans_r)
+
+
+def in_host_tmp(paths: set[str]) -> list[str]:
+    """Those of `paths` that are directories under /tmp, none inside another of them."""
+    found = sorted({os.path.normpath(p) for p in paths if os.path.normpath(p).startswith("/tmp/")})
+    outermost = [p for p in found if not any(p.startswith(q + "/") for q in found)]
+    return [p for p in outermost if os.path.isdir(p)]
+
+
+@functools.cache
+def _python_in_host_tmp() -> list[str]:
+    """Where this interpreter, its packages and cudal1 live, as far as the host's /tmp holds
+    them: a candidate process runs the same interpreter and imports the same packages."""
+    places = {sys.prefix, sys.exec_prefix, str(Path(__file__).resolve().parents[2])}
+    return in_host_tmp(places | {os.path.realpath(p) for p in places})
 
 
 @functools.cache
