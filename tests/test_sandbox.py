@@ -23,12 +23,15 @@ def _needs_a_sandbox():
         pytest.skip(f"this machine cannot sandbox: {e}")
 
 
-def _run(code: str, memory: int | None) -> subprocess.CompletedProcess:
+def _run(
+    code: str, memory: int | None, *args: str, readable: list[str] | None = None
+) -> subprocess.CompletedProcess:
     proc, control = sandbox.start(
-        [sys.executable, "-S", "-c", code],
+        [sys.executable, "-S", "-c", code, *args],
         writable=[],
         gpu=False,
         memory=memory,
+        readable=readable,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -161,20 +164,9 @@ def test_the_hosts_tmp_is_hidden_but_for_what_python_runs_from(tmp_path):
     (tmp_path / "shown.txt").write_text("from the host")
     outcomes = []
     for readable in ([], [str(tmp_path)]):
-        proc, control = sandbox.start(
-            [sys.executable, "-S", "-c", READ_THEN_WRITE, str(tmp_path)],
-            writable=[],
-            gpu=False,
-            readable=readable,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            out, err = proc.communicate(timeout=120)
-        finally:
-            control.close()
-        assert proc.returncode == 0, err.decode()
-        outcomes.append(out.decode().split("\n")[:2])
+        done = _run(READ_THEN_WRITE, None, str(tmp_path), readable=readable)
+        assert done.returncode == 0, done.stderr
+        outcomes.append(done.stdout.split("\n")[:2])
     assert outcomes[0][0] == "hidden"
     assert outcomes[1] == ["from the host", "Read-only file system"]
     assert not (tmp_path / "written.txt").exists()
