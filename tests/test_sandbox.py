@@ -24,7 +24,7 @@ def _needs_a_sandbox():
 
 
 def _run(
-    code: str, memory: int | None, *args: str, readable: list[str] | None = None
+    code: str, memory: int | None, *args: str, readable: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
     proc, control = sandbox.start(
         [sys.executable, "-S", "-c", code, *args],
@@ -163,7 +163,7 @@ def test_the_hosts_tmp_is_hidden_but_for_what_python_runs_from(tmp_path):
     assert str(tmp_path).startswith("/tmp/")
     (tmp_path / "shown.txt").write_text("from the host")
     outcomes = []
-    for readable in ([], [str(tmp_path)]):
+    for readable in ((), (str(tmp_path),)):
         done = _run(READ_THEN_WRITE, None, str(tmp_path), readable=readable)
         assert done.returncode == 0, done.stderr
         outcomes.append(done.stdout.split("\n")[:2])

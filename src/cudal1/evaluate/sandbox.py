@@ -510,19 +510,19 @@ def start(
     writable: list[str],
     gpu: bool,
     memory: int | None = None,
-    readable: list[str] | None = None,
+    readable: tuple[str, ...] = (),
     **popen: Any,
 ) -> tuple[subprocess.Popen, Control]:
     """Start `argv` sandboxed, with at most `memory` bytes of host memory if given; `popen`
-    goes to `subprocess.Popen` (its `pass_fds` are kept). `readable`: directories under the
-    host's /tmp to show read-only (by default, those this Python and cudal1 run from: a venv
-    made under /tmp)."""
+    goes to `subprocess.Popen` (its `pass_fds` are kept). The sandbox's /tmp is its own; of
+    the host's it shows, read-only, where this Python and cudal1 run from (a venv made under
+    /tmp) and the directories in `readable`."""
     cmd_r, cmd_w = os.pipe()
     ans_r, ans_w = os.pipe()
     launcher = [sys.executable, "-I", "-S", __file__, "--ctl", f"{cmd_r},{ans_w}"]
     for path in writable:
         launcher += ["--rw", path]
-    for path in _python_in_host_tmp() if readable is None else readable:
+    for path in in_host_tmp({*_python_in_host_tmp(), *readable}):
         launcher += ["--ro", path]
     if gpu:
         launcher.append("--gpu")
