@@ -219,7 +219,11 @@ def _inputs(
     listed = re.split(r"(?<!\\)\s+", out.stdout.replace("\\\n", " ").strip())[1:]
     digest = hashlib.sha256()
     for name in (n.replace("\\ ", " ") for n in listed):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(Path(name).read_bytes()).digest())
+        try:
+            content = Path(name).read_bytes()
+        except OSError:  # gone since GCC listed it: an installation changing under us
+            return None
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
     return digest.hexdigest()
 
 
