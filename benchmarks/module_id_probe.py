@@ -64,6 +64,7 @@ def build(name: str, factor: float, nvcc: str, root: Path) -> tuple[Any, str | N
     """Extension `name` whose kernel multiplies by `factor`, built through `nvcc` (a command);
     the module id found in its `.cu` object."""
     os.environ["PYTORCH_NVCC"] = nvcc
+    (root / name).mkdir()
     module = load_inline(
         name=name,
         cpp_sources="torch::Tensor run(torch::Tensor x);",
