@@ -99,9 +99,9 @@ def main() -> int:
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("module_id_probe: needs a CUDA device")
-    from cudal1.evaluate.evaluator import _real_nvcc
+    from cudal1.evaluate.evaluator import real_nvcc
 
-    real = _real_nvcc()
+    real = real_nvcc()
     if real is None:
         raise SystemExit("module_id_probe: no CUDA toolkit found for torch")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """nvcc with its front ends side by side builds what nvcc builds (evaluate/nvcc_driver.py):
 the object matches nvcc's byte for byte but for the names nvcc itself varies (its
-temporary files') and the module id's eight random characters."""
+temporary files') and the module id, and so it does behind a precompiled host prefix."""
 
 from __future__ import annotations
 
@@ -147,29 +147,37 @@ def test_what_only_nvcc_does_is_left_to_nvcc(tmp_path):
     assert "cicc" in (tmp_path / "phases.csv").read_text()
 
 
+def _builders_nvcc(config, tmp_path: Path, monkeypatch) -> str | None:
+    """The PYTORCH_NVCC a candidate's build gets under `config` where torch's CUDA toolkit is
+    one whose nvcc is this machine's (None: torch's own choice)."""
+    from torch.utils import cpp_extension
+
+    from cudal1.evaluate.evaluator import _build_env, real_nvcc
+
+    toolkit = tmp_path / "cuda"
+    (toolkit / "bin").mkdir(parents=True, exist_ok=True)
+    if not (toolkit / "bin" / "nvcc").exists():
+        (toolkit / "bin" / "nvcc").symlink_to(NVCC)
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(toolkit))
+    real_nvcc.cache_clear()
+    try:
+        return _build_env(config, tmp_path, tmp_path / "b").get("PYTORCH_NVCC")
+    finally:
+        real_nvcc.cache_clear()
+
+
 def test_the_evaluator_builds_cuda_through_the_driver(tmp_path, monkeypatch):
     """Where torch has a CUDA toolkit, every candidate build's environment names the driver as
     torch's nvcc (PYTORCH_NVCC, a shell command in build.ninja), wrapping that toolkit's nvcc;
     CUDAL1_PARALLEL_NVCC=0 (parallel_nvcc=False) leaves torch's own choice."""
     import dataclasses
 
-    from torch.utils import cpp_extension
-
     from cudal1.evaluate import EvalConfig
-    from cudal1.evaluate.evaluator import _build_env, _real_nvcc
 
-    toolkit = tmp_path / "cuda"
-    (toolkit / "bin").mkdir(parents=True)
-    (toolkit / "bin" / "nvcc").symlink_to(NVCC)
-    monkeypatch.setattr(cpp_extension, "CUDA_HOME", str(toolkit))
-    _real_nvcc.cache_clear()
-    try:
-        config = EvalConfig(device="cpu", parallel_nvcc=True)
-        command = _build_env(config, tmp_path, tmp_path / "b")["PYTORCH_NVCC"]
-        off = dataclasses.replace(config, parallel_nvcc=False)
-        assert "PYTORCH_NVCC" not in _build_env(off, tmp_path, tmp_path / "b")
-    finally:
-        _real_nvcc.cache_clear()
+    config = EvalConfig(device="cpu", parallel_nvcc=True)
+    command = _builders_nvcc(config, tmp_path, monkeypatch)
+    off = dataclasses.replace(config, parallel_nvcc=False)
+    assert _builders_nvcc(off, tmp_path, monkeypatch) is None
     (tmp_path / "kernel.cu").write_text(KERNEL)
     args = " ".join(ONE_ARCH)
     built = subprocess.run(
@@ -221,3 +229,102 @@ def test_the_driver_builds_in_the_candidates_sandbox(tmp_path):
     assert _normalised(tmp_path / "kernel.o") == _normalised(tmp_path / "nvcc.o")
     ids = {MODULE_ID.search((tmp_path / o).read_bytes()).group() for o in ("nvcc.o", "kernel.o")}
     assert len(ids) == 2  # built by the driver, not left to nvcc
+
+
+HEADERS = "#include <map>\n#include <string>\n#include <vector>\n"
+
+
+def test_split_host_source_cuts_where_the_output_returns_to_the_unit():
+    text = '# 1 "k.cu"\n# 1 "/usr/include/map" 1\nint a;\n# 3 "k.cu" 2\nint b;\n'
+    assert nvcc_driver.split_host_source(text) == (
+        '# 1 "k.cu"',
+        '# 1 "/usr/include/map" 1\nint a;\n',
+        '# 3 "k.cu" 2\nint b;\n',
+    )
+    assert nvcc_driver.split_host_source('# 1 "k.cu"\n# 1 "/usr/include/map" 1\nint a;\n') is None
+    assert nvcc_driver.split_host_source('# 1 "k.cu"\n# 2 "k.cu"\nint b;\n') is None
+
+
+def _driven(tmp_path: Path, source: str, name: str, *options: str) -> subprocess.CompletedProcess:
+    assert NVCC is not None
+    (tmp_path / f"{name}.cu").write_text(source)
+    front = [sys.executable, "-I", "-S", nvcc_driver.__file__, *options, NVCC, *ONE_ARCH]
+    return subprocess.run(
+        [*front, "-c", f"{name}.cu", "-o", f"{name}.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_a_trusted_host_prefix_serves_every_unit_with_its_headers_and_changes_no_object(tmp_path):
+    """`--make-host-prefix` keeps a unit's host prefix precompiled; another unit with the same
+    headers (and the same file name, so the same fixed module id) compiles behind it, GCC
+    reading the precompiled header and not the text beside it, and the object is nvcc's. A
+    unit with other headers is compiled as before."""
+    prefixes, made = tmp_path / "prefixes", tmp_path / "made"
+    prefixes.mkdir()
+    made.mkdir()
+    making = _driven(made, HEADERS + KERNEL, "kernel", "--make-host-prefix", str(prefixes))
+    assert making.returncode == 0, making.stderr
+    (text,) = prefixes.glob("*.h")
+    gch = prefixes / f"{text.name}.gch"
+    precompiled = gch.read_bytes()
+    assert len(precompiled) > text.stat().st_size
+    text.write_text("#error the text was read\n")
+    same_headers, other_headers = (
+        HEADERS + KERNEL.replace("*= a", "+= a"),
+        "#include <set>\n" + KERNEL,
+    )
+
+    def build(source: str, where: str) -> subprocess.CompletedProcess:
+        (tmp_path / where).mkdir(exist_ok=True)
+        return _driven(tmp_path / where, source, "kernel", "--host-prefix", str(prefixes))
+
+    gch.write_bytes(b"not a precompiled header")  # GCC falls back to the text
+    assert "the text was read" in build(same_headers, "same").stderr  # the prefix matched
+    gch.write_bytes(precompiled)
+    for source, where in ((same_headers, "same"), (other_headers, "other")):
+        built = build(source, where)
+        assert built.returncode == 0, built.stderr
+        assert _compile(tmp_path / where, ONE_ARCH, "nvcc.o", driver=False).returncode == 0
+        assert _normalised(tmp_path / where / "kernel.o") == _normalised(
+            tmp_path / where / "nvcc.o"
+        )
+    ids = {
+        MODULE_ID.search((tmp_path / d / "kernel.o").read_bytes()).group() for d in ("made", "same")
+    }
+    assert len(ids) == 1  # the driver's module id is fixed by the file's name
+
+
+@pytest.mark.slow
+def test_trusted_code_precompiles_a_host_prefix_that_a_candidates_build_uses(tmp_path, monkeypatch):
+    """`pch.ensure_host_prefixes` builds a unit of `load_inline`'s own headers through torch's
+    ninja rule; a candidate's `.cu` with those headers and a kernel of its own, compiled with
+    the command the evaluator gives its build (`PYTORCH_NVCC`), goes behind the prefix: GCC
+    reads the precompiled header, not the text beside it. (That the object is the driver's
+    own: the test above, and `benchmarks/host_prefix.py` for torch's units.)"""
+    from cudal1.evaluate import EvalConfig, pch
+
+    assert NVCC is not None
+    config = EvalConfig(device="cpu", parallel_nvcc=True, build_root=tmp_path / "builds")
+    made = pch.ensure_host_prefixes(
+        config.pch_root, NVCC, "9.0", units={"types": KERNEL.replace("*= a", "+= a")}
+    )
+    assert made is not None and made == pch.host_prefix_dir(config.pch_root)
+    (text,) = made.glob("*.h")
+    text.write_text("#error the text was read\n")
+    command = shlex.split(_builders_nvcc(config, tmp_path, monkeypatch) or "")
+    assert command[-3:-1] == ["--host-prefix", str(made)]
+    front = [*command[:-1], NVCC]  # the evaluator's command, with the real toolkit's nvcc
+    (tmp_path / "candidate").mkdir()
+    (tmp_path / "candidate" / "cuda.cu").write_text(pch.LOAD_INLINE_LINES + KERNEL)
+    gch = made / f"{text.name}.gch"
+    gch.rename(made / "aside")
+    gch.write_bytes(b"not a precompiled header")  # GCC falls back to the text
+    fell_back = pch.cuda_object(tmp_path / "candidate", front, "9.0", name="candidate")
+    assert "the text was read" in fell_back.stdout + fell_back.stderr  # the prefix matched
+    (made / "aside").rename(gch)
+    built = pch.cuda_object(tmp_path / "candidate", front, "9.0", name="candidate")
+    assert built.returncode == 0, built.stdout + built.stderr  # behind the precompiled header
+    assert b"launch_scale" in (tmp_path / "candidate" / "cuda.cuda.o").read_bytes()

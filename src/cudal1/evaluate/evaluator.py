@@ -507,14 +507,18 @@ def _build_env(
         arch = arch or harness.cuda_arch_list()
         if arch:  # the builder sees no GPU: it compiles for the GPUs this machine has
             env["TORCH_CUDA_ARCH_LIST"] = arch
-    nvcc = _real_nvcc()
+    nvcc = real_nvcc()
     if config.parallel_nvcc and nvcc is not None:
-        env["PYTORCH_NVCC"] = shlex.join([sys.executable, "-I", "-S", nvcc_driver.__file__, nvcc])
+        driver = [sys.executable, "-I", "-S", nvcc_driver.__file__]
+        prefixes = pch.host_prefix_dir(config.pch_root) if config.precompiled_headers else None
+        if prefixes is not None:  # read-only here: made by trusted code alone
+            driver += ["--host-prefix", str(prefixes)]
+        env["PYTORCH_NVCC"] = shlex.join([*driver, nvcc])
     return env
 
 
 @functools.cache
-def _real_nvcc() -> str | None:
+def real_nvcc() -> str | None:
     """The nvcc torch's extension builder would run (None without a CUDA build of torch)."""
     from torch.utils import cpp_extension
 

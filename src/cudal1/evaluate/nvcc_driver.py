@@ -1,7 +1,7 @@
 """nvcc with its host and device front ends side by side (TRUSTED; stdlib only: it runs in the
 candidate's sandbox as the CUDA compiler torch's extension builder calls, `PYTORCH_NVCC`).
 
-    python3 -I -S nvcc_driver.py REAL_NVCC NVCC_ARGS...
+    python3 -I -S nvcc_driver.py [--host-prefix DIR | --make-host-prefix DIR] REAL_NVCC NVCC_ARGS...
 
 For one `.cu` file and one GPU architecture nvcc runs, one after another: the host
 preprocessor, cudafe++ (the host front end), the device preprocessor, cicc (the device front
@@ -15,13 +15,24 @@ from the one nvcc would have used, as nvcc's does between two runs), runs the ho
 the device chain at once, then the host compile: every tool with the arguments nvcc chose for
 it. Whatever else nvcc was asked to do (several architectures, relocatable device code,
 preprocessing only, a plan of any other shape) is done by nvcc itself.
+
+The host compile then parses torch's headers a second time: cudafe++'s output starts with
+them, rewritten (about 399,000 of 399,100 lines, 7.1-7.5 s of GCC's time on the CPU machine).
+That part, the *host prefix*, ends where the output first returns to the `.cu` itself, and it
+is the same text for every unit with the same include list and module id. So the module id
+here is not drawn at random but fixed by the file's name, and with `--host-prefix DIR` the
+host compile reads the prefix from `DIR/<sha256 of its text>.h` when `DIR` holds a
+precompiled header of that text (`.h.gch`), made by trusted code (`pch.ensure_host_prefixes`,
+through `--make-host-prefix DIR`) outside any candidate's sandbox, which shows `DIR`
+read-only. GCC checks that header against the compile's flags and reads the text instead when
+it does not fit, so the object is the one the unsplit file gives either way.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-import secrets
 import shlex
 import subprocess
 import sys
@@ -70,6 +81,8 @@ class Plan:
     does, for every `.cu`): nvcc writes it in a step of its own, not a command."""
     device_ii: str = ""
     """The device preprocessor's output, whose line markers that list is made of."""
+    host_source: str = ""
+    """cudafe++'s output, which the host compile (the last of `final`) compiles."""
 
     def script(self, commands: list[str]) -> str:
         lines = []
@@ -130,15 +143,20 @@ def plan(nvcc_dryrun: str, empty_unit: str) -> Plan | None:
         first[first.index(option) + 1] = value
     first[-1] = empty_unit
     host = [c for c in cudafe if c != _GEN_MODULE_ID]
+    final = [c for c in commands[6:] if _tool(c) != "rm"]  # the private directory goes
+    host_source = cudafe[cudafe.index("--gen_c_file_name") + 1]
+    if not final or host_source not in shlex.split(final[-1]):
+        return None
     return Plan(
         prelude=prelude,
         module_id=[shlex.join(first)],
         module_id_file=module_id_file,
         host=[host_pp, shlex.join(host)],
         device=[device_pp, *commands[3:6]],
-        final=[c for c in commands[6:] if _tool(c) != "rm"],  # the private directory goes
+        final=final,
         depfile=depfiles[0].strip().strip('"') if depfiles else None,
         device_ii=device_args[device_args.index("-o") + 1] if depfiles else "",
+        host_source=host_source,
     )
 
 
@@ -171,7 +189,73 @@ def _run_side_by_side(steps: Plan, chains: list[list[str]]) -> int:
     return next((c for c in codes if c), 0)
 
 
+def split_host_source(text: str) -> tuple[str, str, str] | None:
+    """cudafe++'s output as (its first line, the host prefix, the rest): the prefix runs from
+    the second line to the first line marker that returns to the main file. None where there
+    is no such marker (no code of the unit's own), or no prefix before it."""
+    first, sep, body = text.partition("\n")
+    main_file = _LINE_MARKER.match(first)
+    if not sep or main_file is None:
+        return None
+    back = re.compile(rf'^# \d+ "{re.escape(main_file.group(1))}"', re.MULTILINE).search(body)
+    if back is None or back.start() == 0:
+        return None
+    return first, body[: back.start()], body[back.start() :]
+
+
+def prefix_name(prefix: str) -> str:
+    """The file name a host prefix is kept under: its text's digest."""
+    return hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".h"
+
+
+def _read(path: str) -> str:
+    with open(path, errors="surrogateescape", newline="") as f:
+        return f.read()
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", errors="surrogateescape", newline="") as f:
+        f.write(text)
+
+
+def _behind_prefix(source: str, directory: str) -> None:
+    """Have the host compile of `source` include its prefix from `directory` where a
+    precompiled header of that exact text is kept there."""
+    parts = split_host_source(_read(source))
+    if parts is None:
+        return
+    first, prefix, rest = parts
+    header = os.path.join(directory, prefix_name(prefix))
+    if os.path.isfile(header + ".gch") and os.path.isfile(header):
+        _write(source, f'{first}\n#include "{header}"\n{rest}')
+
+
+def _make_prefix(steps: Plan, directory: str) -> int:
+    """Write this unit's host prefix into `directory` and precompile it with the host
+    compile's own command (TRUSTED callers only: `pch.ensure_host_prefixes`)."""
+    parts = split_host_source(_read(steps.host_source))
+    if parts is None:
+        return 1
+    header = os.path.join(directory, prefix_name(parts[1]))
+    text, gch = f"{header}.{os.getpid()}.text", f"{header}.{os.getpid()}.gch"
+    _write(text, parts[1])
+    os.replace(text, header)
+    compile_ = shlex.split(steps.final[-1])
+    compile_[compile_.index("-o") + 1] = gch
+    compile_[compile_.index("-x") + 1] = "c++-header"
+    command = [a for a in compile_ if a not in ("-c", steps.host_source)]
+    code = _run_side_by_side(steps, [[shlex.join([*command, header])]])
+    if code == 0:
+        os.replace(gch, header + ".gch")  # GCC never sees half a header
+    return code
+
+
 def main(argv: list[str]) -> int:
+    prefix_dir = make_dir = None
+    if argv[:1] == ["--host-prefix"]:
+        prefix_dir, argv = argv[1], argv[2:]
+    elif argv[:1] == ["--make-host-prefix"]:
+        make_dir, argv = argv[1], argv[2:]
     real, args = argv[0], argv[1:]
     if _leaves_it_to_nvcc(args):
         return subprocess.run([real, *args]).returncode
@@ -198,6 +282,12 @@ def main(argv: list[str]) -> int:
         )
         if not listed:
             return subprocess.run([real, *args]).returncode
+        if make_dir is not None:
+            code = _make_prefix(steps, make_dir)
+            if code:
+                return code
+        if prefix_dir or make_dir:
+            _behind_prefix(steps.host_source, prefix_dir or make_dir)
         return _run_side_by_side(steps, [steps.final])
 
 
@@ -225,13 +315,17 @@ def masked(data: bytes) -> bytes:
 
 def _as_for_a_real_unit(module_id_file: str) -> None:
     """cudafe++ names an empty unit `_PATHHASH_N_NAME_HASH_PID`, a real one
-    `_PATHHASH_N_NAME_HASH`: the id gets the real shape, its content hash drawn at random (so
-    the objects match nvcc's but for those eight characters)."""
+    `_PATHHASH_N_NAME_HASH`: the id gets the real shape, both hashes fixed by `N_NAME` (the
+    unit's file name), so that units of one name and include list share their host prefix (the
+    objects match nvcc's but for those sixteen characters). Two extensions with one module id,
+    and one mangled kernel name, each run their own kernel in one process
+    (`benchmarks/module_id_probe.py` on an H100)."""
     with open(module_id_file) as f:
-        found = re.fullmatch(r"(_[0-9a-f]{8}_\d+_\w+_)[0-9a-f]{8}_\d+", f.read().strip())
+        found = re.fullmatch(r"_[0-9a-f]{8}_(\d+_\w+)_[0-9a-f]{8}_\d+", f.read().strip())
     if found:
+        digest = hashlib.sha256(b"cudal1 module id\0" + found.group(1).encode()).hexdigest()
         with open(module_id_file, "w") as f:
-            f.write(found.group(1) + secrets.token_hex(4))
+            f.write(f"_{digest[:8]}_{found.group(1)}_{digest[8:16]}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,12 @@ installation looks no newer or older to ninja than one made here. A variant date
 was built from another installation at the same path (torch reinstalled): it is dated anew if
 every file GCC reads for it is the same, name and content, as when it was built (recorded
 beside it), and built again otherwise.
+
+The `.cu` of a CUDA candidate has a second header part: the host prefix of cudafe++'s output
+(`nvcc_driver.py`), which GCC parses again in the host compile. `ensure_host_prefixes` builds
+a few units of common include lists through the driver, in torch's way, and keeps each one's
+prefix precompiled under `host-prefix/`, named by the digest of its text; a candidate's build
+uses one only where its own prefix is that text, byte for byte.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +49,44 @@ VARIANTS: dict[str, tuple[str, ...]] = {"default": (), "O3": ("-O3",)}
 """`extra_cflags` the headers are precompiled for: none (70 of CUDA-L1's 72 `load_inline`
 kernels) and `-O3`."""
 PCH_TIMEOUT_S = 900.0
+_KERNEL = "__global__ void cudal1_host_prefix(float* x) { x[threadIdx.x] = 0.0f; }\n"
+_DISPATCHED = """template <typename scalar_t>
+__global__ void cudal1_host_prefix(scalar_t* x) { x[threadIdx.x] = 0; }
+void cudal1_host_prefix_launch(torch::Tensor x) {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cudal1_host_prefix", ([&] {
+        cudal1_host_prefix<scalar_t><<<1, 1>>>(x.data_ptr<scalar_t>());
+    }));
+}
+"""
+HOST_PREFIX_UNITS: dict[str, str] = {
+    "aten_cuda": (
+        "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAException.h>\n"
+        "#include <c10/cuda/CUDAGuard.h>\n" + _KERNEL
+    ),
+    "extension": "#include <torch/extension.h>\n" + _KERNEL,
+    "extension_dispatch": "#include <torch/extension.h>\n" + _DISPATCHED,
+    "load_inline": _KERNEL,
+}
+"""Units (after `load_inline`'s own three lines) whose host prefix is precompiled: the honest
+corpus's include list; and CUDA-L1's commonest three shapes: `torch/extension.h`, the same
+with `AT_DISPATCH_FLOATING_TYPES` (whose templates cudafe++ prints otherwise in the prefix),
+and no header of the candidate's own (or only headers those lines include already); see
+`benchmarks/host_prefix.py --cuda-l1`."""
+_NINJA_FOR_UNIT = """
+import sys
+from pathlib import Path
+from torch.utils import cpp_extension
+if cpp_extension.CUDA_HOME is None:  # a torch without CUDA: the toolkit of the nvcc given
+    cpp_extension.CUDA_HOME = str(Path(sys.argv[2]).parent.parent)
+cpp_extension._write_ninja_file_to_build_library(
+    path=sys.argv[1], name=sys.argv[3],
+    sources=[str(Path(sys.argv[1]).parent / "cuda.cu")], extra_cflags=[],
+    extra_cuda_cflags=[], extra_sycl_cflags=[], extra_ldflags=[], extra_include_paths=[],
+    with_cuda=True, with_sycl=False, is_standalone=False)
+"""
+
+LOAD_INLINE_LINES = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+"""What `load_inline` puts before a candidate's CUDA source."""
 
 log = logging.getLogger(__name__)
 _building = threading.Lock()
@@ -197,6 +243,87 @@ def ensure(
     return directory
 
 
+def host_prefix_dir(root: Path) -> Path | None:
+    """Where precompiled host prefixes are kept for the torch installed now (`nvcc_driver.py
+    --host-prefix`), or None while none is."""
+    key = _key(torch_header())
+    directory = root / key / "host-prefix" if key else None
+    return directory if directory and any(directory.glob("*.h.gch")) else None
+
+
+def ensure_host_prefixes(
+    root: Path,
+    nvcc: str,
+    arch: str,
+    cpus: frozenset[int] | None = None,
+    units: dict[str, str] = HOST_PREFIX_UNITS,
+) -> Path | None:
+    """Precompile the host prefix of each of `units` not done yet for `arch`
+    (TORCH_CUDA_ARCH_LIST): a `.cu` as `load_inline` writes it for that CUDA source, built by
+    torch's ninja rule through the driver with `--make-host-prefix`. The directory, or None
+    when none could be made."""
+    from cudal1.evaluate import nvcc_driver
+
+    key = _key(torch_header())
+    if key is None:
+        return None
+    directory = root / key / "host-prefix"
+    made = directory / "units"
+    made.mkdir(parents=True, exist_ok=True)
+    with _building, harness.exclusive(directory / ".building.lock"):
+        for name, unit in units.items():
+            source = LOAD_INLINE_LINES + unit
+            stamp = hashlib.sha256(f"{arch}\n{nvcc}\n{source}".encode()).hexdigest()[:16]
+            record = made / f"{name}-{stamp}"
+            if record.exists() and (directory / f"{record.read_text()}.gch").exists():
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                (Path(tmp) / "cuda.cu").write_text(source)
+                driver = [sys.executable, "-I", "-S", nvcc_driver.__file__]
+                started = time.time()
+                out = cuda_object(
+                    Path(tmp), [*driver, "--make-host-prefix", str(directory), nvcc], arch, cpus
+                )
+            made_now = [g for g in directory.glob("*.h.gch") if g.stat().st_mtime >= started]
+            if out.returncode != 0 or len(made_now) != 1:
+                log.warning("host prefix %s failed: %s", name, (out.stdout + out.stderr)[-500:])
+                continue
+            record.write_text(made_now[0].name.removesuffix(".gch"))
+    return host_prefix_dir(root)
+
+
+def cuda_object(
+    build_dir: Path,
+    nvcc: list[str],
+    arch: str,
+    cpus: frozenset[int] | None = None,
+    name: str = "cudal1_host_prefix",
+) -> subprocess.CompletedProcess[str]:
+    """Compile `build_dir/cuda.cu` to `cuda.cuda.o` as torch's extension builder does for an
+    extension `name`: its `build.ninja` (written for `arch`), with `nvcc` (a command: the real
+    one's path last) as its CUDA compiler."""
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": arch, "PYTORCH_NVCC": shlex.join(nvcc)}
+    written = subprocess.run(
+        [sys.executable, "-c", _NINJA_FOR_UNIT, str(build_dir / "build.ninja"), nvcc[-1], name],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PCH_TIMEOUT_S,
+        check=False,
+    )
+    if written.returncode != 0:
+        return written
+    return subprocess.run(
+        ["ninja", "-C", str(build_dir), "cuda.cuda.o"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PCH_TIMEOUT_S,
+        check=False,
+        preexec_fn=_on(cpus),
+    )
+
+
 def _on(cpus: frozenset[int] | None) -> Callable[[], None] | None:
     return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
 
@@ -240,10 +367,16 @@ def ensure_in_background(
     root: Path,
     cpus: frozenset[int] | None = None,
     variants: dict[str, tuple[str, ...]] = VARIANTS,
+    host_prefixes: tuple[str, str] | None = None,
 ) -> threading.Thread:
-    """`ensure` without holding up the first evaluations (they build without it)."""
-    thread = threading.Thread(
-        target=ensure, args=(root, cpus, variants), name="cudal1-pch", daemon=True
-    )
+    """`ensure` without holding up the first evaluations (they build without it), then, given
+    `host_prefixes` (nvcc, TORCH_CUDA_ARCH_LIST), `ensure_host_prefixes`."""
+
+    def both() -> None:
+        ensure(root, cpus, variants)
+        if host_prefixes is not None:
+            ensure_host_prefixes(root, *host_prefixes, cpus=cpus)
+
+    thread = threading.Thread(target=both, name="cudal1-pch", daemon=True)
     thread.start()
     return thread

@@ -40,7 +40,13 @@ import torch
 from cudal1.errors import Cudal1Error
 from cudal1.evaluate import harness, pch
 from cudal1.evaluate.config import EvalConfig
-from cudal1.evaluate.evaluator import Prebuilt, evaluate, require_sandbox, start_worker
+from cudal1.evaluate.evaluator import (
+    Prebuilt,
+    evaluate,
+    real_nvcc,
+    require_sandbox,
+    start_worker,
+)
 from cudal1.evaluate.protocol import Worker, worker_env
 from cudal1.evaluate.result import EvalResult
 from cudal1.tasks import Task, source_hash
@@ -264,8 +270,11 @@ class LocalEvaluator:
         ]
         if config.precompiled_headers and config.device == "cuda":  # where builds are CUDA's
             shared = [p.cpus.shared for p in self.pools if p.cpus is not None]
+            nvcc, arch = real_nvcc(), harness.cuda_arch_list()
             pch.ensure_in_background(
-                config.pch_root, frozenset.intersection(*shared) if shared else None
+                config.pch_root,
+                frozenset.intersection(*shared) if shared else None,
+                host_prefixes=(nvcc, arch) if config.parallel_nvcc and nvcc and arch else None,
             )
         self.in_flight = [0] * len(self.pools)
         self.dispatch_lock = threading.Lock()
