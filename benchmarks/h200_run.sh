@@ -25,6 +25,8 @@
 #               sandbox's ceiling (benchmarks/host_memory.py)
 #   module-id   whether two extensions built with one nvcc module id each compute their own
 #               result in one process (benchmarks/module_id_probe.py)
+#   host-prefix the host compile of honest CUDA candidates behind the precompiled host prefix,
+#               against the driver alone ($HP_LIMIT candidates, default 4; benchmarks/host_prefix.py)
 #   stash       keep the parts carried in .model under /tmp/model-parts, where `curve` joins
 #               them: the model's parts and TRL's wheels exceed one call's carry, so a warm
 #               machine collects them over consecutive calls (each call's carry replaces the
@@ -131,6 +133,9 @@ part() {
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/host_memory.py --out "$WORK/memory" ;;
     module-id)
       timeout -s INT -k 20 "$LIMIT" python3 benchmarks/module_id_probe.py --out "$WORK/module-id" ;;
+    host-prefix)
+      timeout -s INT -k 20 "$LIMIT" python3 benchmarks/host_prefix.py --out "$WORK/host-prefix" \
+        --limit "${HP_LIMIT:-4}" --repeat 2 ;;
     stash)
       stash_parts && ls -la /tmp/model-parts ;;
     *) echo "unknown part $1" >&2; return 2 ;;

@@ -16,6 +16,8 @@ driver. Writes DIR/nvcc_schedule.json and prints medians per candidate.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -30,16 +32,20 @@ from typing import Any
 from cudal1.evaluate import nvcc_driver, pch
 
 CANDIDATES = Path(__file__).resolve().parent.parent / "tests" / "honest" / "candidates"
-LOAD_INLINE_PREFIX = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
-"""What `load_inline` puts before a candidate's `cuda_sources`."""
 
 
-class _Captured(Exception):
-    pass
+class _Captured(BaseException):
+    """Raised in place of `load_inline`: past a candidate's own `except Exception`."""
 
 
 def cuda_source(candidate: Path) -> str | None:
     """The `.cu` file `load_inline` would write for `candidate` (None: it compiles none)."""
+    return cuda_source_of(candidate.read_text(), str(candidate))
+
+
+def cuda_source_of(code: str, name: str = "candidate") -> str | None:
+    """The `.cu` file `load_inline` would write for the candidate `code` when imported (None:
+    it compiles none then, or fails first)."""
     from torch.utils import cpp_extension
 
     def capture(*args: Any, **kwargs: Any) -> None:
@@ -47,14 +53,21 @@ def cuda_source(candidate: Path) -> str | None:
 
     real = cpp_extension.load_inline
     cpp_extension.load_inline = capture
-    try:
-        exec(compile(candidate.read_text(), str(candidate), "exec"), {"__name__": "candidate"})
+    try:  # what the candidate prints, and any file it writes, are kept out of the way
+        with (
+            tempfile.TemporaryDirectory() as scratch,
+            contextlib.chdir(scratch),
+            contextlib.redirect_stdout(io.StringIO()),
+        ):
+            exec(compile(code, name, "exec"), {"__name__": "candidate"})
     except _Captured as found:
         sources = found.args[0]
         if not sources:
             return None
         body = sources if isinstance(sources, str) else "\n".join(sources)
-        return LOAD_INLINE_PREFIX + body
+        return pch.LOAD_INLINE_LINES + body
+    except Exception:
+        return None
     finally:
         cpp_extension.load_inline = real
     return None
