@@ -174,3 +174,29 @@ def test_the_hosts_tmp_is_hidden_but_for_what_python_runs_from(tmp_path):
     (venv / "lib").mkdir(parents=True)
     shown = sandbox.in_host_tmp({"/tmp", str(venv), str(venv / "lib"), "/usr/lib", "/tmp/none"})
     assert shown == [str(venv)]
+
+
+@pytest.mark.parametrize(
+    ("failure", "advice", "wrong_advice"),
+    [
+        ("cannot start /gone/bin/python: No such file", "check that this Python", "namespaces"),
+        ("unshare: Operation not permitted", "allow unprivileged user namespaces", "this Python"),
+    ],
+)
+def test_a_machine_that_cannot_sandbox_is_told_what_failed_and_what_to_do(
+    monkeypatch, failure, advice, wrong_advice
+):
+    """The advice follows the failure: a program the sandbox cannot start is not a kernel that
+    refuses namespaces."""
+    from cudal1.errors import Cudal1Error
+    from cudal1.evaluate.evaluator import require_sandbox
+
+    def refuse() -> None:
+        raise sandbox.SandboxError(failure)
+
+    monkeypatch.setattr(sandbox, "check_available", refuse)
+    with pytest.raises(Cudal1Error) as caught:
+        require_sandbox()
+    message = str(caught.value)
+    assert failure in message and advice in message and "--no-sandbox" in message
+    assert wrong_advice not in message

@@ -475,10 +475,16 @@ def require_sandbox() -> None:
     try:
         sandbox.check_available()
     except sandbox.SandboxError as e:
+        unconfined = "pass --no-sandbox to run candidates unconfined (every result is then "
+        unconfined += "flagged no_sandbox)"
+        if str(e).startswith("cannot start"):  # the sandbox stands; the program is not there
+            raise Cudal1Error(
+                f"the sandbox started but not its program ({e}): check that this Python and "
+                f"its environment are installed where they can be read, or {unconfined}"
+            ) from None
         raise Cudal1Error(
             f"cannot sandbox candidate processes on this machine ({e}): allow unprivileged "
-            "user namespaces, or pass --no-sandbox to run candidates unconfined (every result "
-            "is then flagged no_sandbox)"
+            f"user namespaces, or {unconfined}"
         ) from None
 
 
