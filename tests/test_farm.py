@@ -255,3 +255,26 @@ def test_a_reinstalled_header_is_precompiled_again_only_when_it_changed(tmp_path
         assert rebuilt.stat().st_mtime_ns == header.stat().st_mtime_ns
         assert rebuilt.stat().st_ino != (tmp_path / name).stat().st_ino
         assert rebuilt.read_bytes() != (tmp_path / name).read_bytes()
+
+
+def test_a_build_actor_makes_the_host_prefixes_once_for_each_architecture(tmp_path, monkeypatch):
+    """The GPUs' architectures reach a CPU build actor with each build, not when it starts: the
+    first build for an architecture starts making its host prefixes (in the background, once),
+    a build with no architecture or a torch without CUDA starts nothing."""
+    from cudal1.evaluate import evaluator, pch, ray_backend
+
+    made: list[tuple[Path, str, str]] = []
+    monkeypatch.setattr(pch, "ensure_in_background", lambda *args, **kwargs: None)
+    monkeypatch.setattr(pch, "ensure_host_prefixes", lambda *args: made.append(args))
+    config = EvalConfig(device="cuda", build_root=tmp_path / "builds")
+    actor = ray_backend.BuildActor(config.to_dict())
+    monkeypatch.setattr(evaluator, "real_nvcc", lambda: None)
+    assert actor.host_prefixes("9.0") is None and not made
+    monkeypatch.setattr(evaluator, "real_nvcc", lambda: "/toolkit/bin/nvcc")
+    started = [actor.host_prefixes(arch) for arch in ("9.0", "9.0", "8.0", None)]
+    for thread in started:
+        if thread is not None:
+            thread.join()
+    assert [t is not None for t in started] == [True, False, True, False]
+    nvcc = "/toolkit/bin/nvcc"
+    assert made == [(config.pch_root, nvcc, "9.0"), (config.pch_root, nvcc, "8.0")]

@@ -90,6 +90,7 @@ class BuildActor:
             OrderedDict()
         )
         self.lock = threading.Lock()
+        self.prefixed: set[str] = set()
         if self.config.precompiled_headers and self.config.device == "cuda":
             pch.ensure_in_background(self.config.pch_root)
 
@@ -105,6 +106,7 @@ class BuildActor:
         from cudal1.evaluate.evaluator import build_only
 
         the_task = Task(**task)
+        self.host_prefixes(arch)
         key = (the_task.hash, source_hash(source), arch)
         with self.lock:
             if key in self.kept:
@@ -120,6 +122,30 @@ class BuildActor:
             while len(self.kept) > self.KEPT_BUILDS:
                 self.kept.popitem(last=False)
         return answer
+
+    def host_prefixes(self, arch: str | None) -> threading.Thread | None:
+        """Start making the host prefixes for `arch` (`pch.ensure_host_prefixes`), once per
+        architecture and in the background: the GPUs' architectures reach a build actor with
+        each build, not when it starts. The thread, or None where there is nothing to start."""
+        from cudal1.evaluate import pch
+        from cudal1.evaluate.evaluator import real_nvcc
+
+        config, nvcc = self.config, real_nvcc()
+        wanted = config.device == "cuda" and config.precompiled_headers and config.parallel_nvcc
+        if not (wanted and arch and nvcc):
+            return None
+        with self.lock:
+            if arch in self.prefixed:
+                return None
+            self.prefixed.add(arch)
+        thread = threading.Thread(
+            target=pch.ensure_host_prefixes,
+            args=(config.pch_root, nvcc, arch),
+            name="cudal1-host-prefix",
+            daemon=True,
+        )
+        thread.start()
+        return thread
 
     def ping(self) -> str:
         return self._node()
