@@ -5,8 +5,9 @@ the C++ sources and the link; what is left of the wall time is Python (importing
 candidate, hashing sources, loading the built module). A second build of the same source shows
 what a cached build costs. With `--fast`, each candidate is built cold a third time as the
 evaluator builds it: its precompiled `torch/extension.h` on CPATH (`cudal1.evaluate.pch`, built
-first, its time reported) and, where torch has CUDA, nvcc's front ends side by side
-(`cudal1.evaluate.nvcc_driver` as PYTORCH_NVCC); the objects of the two cold builds are
+first, its time reported) and, where torch has CUDA, nvcc's front ends side by side with the
+host compile behind a precompiled host prefix (`cudal1.evaluate.nvcc_driver` as PYTORCH_NVCC,
+the prefixes made first too); the objects of the two cold builds are
 compared byte for byte, with the names nvcc varies between any two builds blanked.
 
     PYTHONPATH=src:. python3 benchmarks/build_breakdown.py --out DIR [--arch 9.0] [--jobs N]
@@ -72,15 +73,19 @@ def ninja_parts(ext_root: Path) -> dict[str, float]:
     return parts
 
 
-def evaluator_env(out: Path) -> tuple[dict[str, str], float]:
+def evaluator_env(out: Path, arch: str) -> tuple[dict[str, str], float]:
     """What the evaluator adds to a build's environment: its precompiled headers (built under
-    OUT/pch unless there already, the seconds that took) on CPATH, and the nvcc driver."""
+    OUT/pch unless there already, the seconds that took) on CPATH, and the nvcc driver, with
+    the host prefixes made for `arch` where torch has CUDA."""
     from cudal1.evaluate import EvalConfig, pch
-    from cudal1.evaluate.evaluator import _build_env
+    from cudal1.evaluate.evaluator import _build_env, real_nvcc
 
     t0 = time.perf_counter()
     if pch.ensure(out / "pch") is None:
         raise SystemExit("this machine cannot precompile torch/extension.h (no GCC?)")
+    nvcc = real_nvcc()
+    if nvcc is not None:
+        pch.ensure_host_prefixes(out / "pch", nvcc, arch)
     seconds = round(time.perf_counter() - t0, 1)
     env = _build_env(EvalConfig(device="cpu", build_root=out / "builds"), out, out)  # pch: out/pch
     return {k: env[k] for k in ("CPATH", "PYTORCH_NVCC") if k in env}, seconds
@@ -126,7 +131,7 @@ def main() -> int:
     env = {"TORCH_CUDA_ARCH_LIST": args.arch, "CUDA_VISIBLE_DEVICES": ""}
     if args.jobs:
         env["MAX_JOBS"] = str(args.jobs)
-    fast_env, pch_s = evaluator_env(args.out) if args.fast else ({}, None)
+    fast_env, pch_s = evaluator_env(args.out, args.arch) if args.fast else ({}, None)
     unique = {c.file: c for c in load_cases("honest") if "load_inline" in c.source}
     cases = [
         c
