@@ -78,14 +78,14 @@ def evaluator_env(out: Path, arch: str) -> tuple[dict[str, str], float]:
     OUT/pch unless there already, the seconds that took) on CPATH, and the nvcc driver, with
     the host prefixes made for `arch` where torch has CUDA."""
     from cudal1.evaluate import EvalConfig, pch
-    from cudal1.evaluate.evaluator import _build_env, real_nvcc
+    from cudal1.evaluate.evaluator import _build_env, host_prefix_toolchain
 
     t0 = time.perf_counter()
     if pch.ensure(out / "pch") is None:
         raise SystemExit("this machine cannot precompile torch/extension.h (no GCC?)")
-    nvcc = real_nvcc()
-    if nvcc is not None:
-        pch.ensure_host_prefixes(out / "pch", nvcc, arch)
+    toolchain = host_prefix_toolchain(EvalConfig(device="cuda"), arch)
+    if toolchain is not None:
+        pch.ensure_host_prefixes(out / "pch", *toolchain)
     seconds = round(time.perf_counter() - t0, 1)
     env = _build_env(EvalConfig(device="cpu", build_root=out / "builds"), out, out)  # pch: out/pch
     return {k: env[k] for k in ("CPATH", "PYTORCH_NVCC") if k in env}, seconds

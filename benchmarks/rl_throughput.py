@@ -31,8 +31,8 @@ from pathlib import Path
 
 from benchmarks.repeatability import CURATED, _commit, evaluate_all, spread, subjects
 from benchmarks.throughput import mix
-from cudal1.evaluate import EvalConfig, harness, pch
-from cudal1.evaluate.evaluator import real_nvcc
+from cudal1.evaluate import EvalConfig, pch
+from cudal1.evaluate.evaluator import host_prefix_toolchain
 from cudal1.evaluate.pool import LocalEvaluator
 from cudal1.tasks import load_suite
 
@@ -79,9 +79,9 @@ def main() -> int:
     if args.device == "cuda" and config.precompiled_headers and not args.cold_headers:
         started = time.perf_counter()
         pch.ensure(config.pch_root)
-        nvcc, arch = real_nvcc(), harness.cuda_arch_list()
-        if config.parallel_nvcc and nvcc and arch:
-            pch.ensure_host_prefixes(config.pch_root, nvcc, arch)
+        toolchain = host_prefix_toolchain(config)
+        if toolchain is not None:
+            pch.ensure_host_prefixes(config.pch_root, *toolchain)
         headers_s = round(time.perf_counter() - started, 1)
     log = args.out / "evaluations.jsonl"
     t0 = time.perf_counter()

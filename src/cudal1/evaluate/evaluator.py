@@ -523,6 +523,17 @@ def _build_env(
     return env
 
 
+def host_prefix_toolchain(config: EvalConfig, arch: str | None = None) -> tuple[str, str] | None:
+    """(nvcc, TORCH_CUDA_ARCH_LIST) the host prefixes are made for under `config`
+    (`pch.ensure_host_prefixes`), or None where its builds use none: not CUDA, the precompiled
+    headers or the nvcc driver turned off, no toolkit for torch, no architecture known.
+    `arch`: the GPUs to build for (default: this machine's)."""
+    wanted = config.device == "cuda" and config.precompiled_headers and config.parallel_nvcc
+    nvcc = real_nvcc() if wanted else None
+    arch = (arch or harness.cuda_arch_list()) if nvcc else None
+    return (nvcc, arch) if nvcc and arch else None
+
+
 @functools.cache
 def real_nvcc() -> str | None:
     """The nvcc torch's extension builder would run (None without a CUDA build of torch)."""

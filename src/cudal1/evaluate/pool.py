@@ -43,7 +43,7 @@ from cudal1.evaluate.config import EvalConfig
 from cudal1.evaluate.evaluator import (
     Prebuilt,
     evaluate,
-    real_nvcc,
+    host_prefix_toolchain,
     require_sandbox,
     start_worker,
 )
@@ -270,11 +270,10 @@ class LocalEvaluator:
         ]
         if config.precompiled_headers and config.device == "cuda":  # where builds are CUDA's
             shared = [p.cpus.shared for p in self.pools if p.cpus is not None]
-            nvcc, arch = real_nvcc(), harness.cuda_arch_list()
             pch.ensure_in_background(
                 config.pch_root,
                 frozenset.intersection(*shared) if shared else None,
-                host_prefixes=(nvcc, arch) if config.parallel_nvcc and nvcc and arch else None,
+                host_prefixes=host_prefix_toolchain(config),
             )
         self.in_flight = [0] * len(self.pools)
         self.dispatch_lock = threading.Lock()

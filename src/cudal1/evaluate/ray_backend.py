@@ -128,19 +128,18 @@ class BuildActor:
         architecture and in the background: the GPUs' architectures reach a build actor with
         each build, not when it starts. The thread, or None where there is nothing to start."""
         from cudal1.evaluate import pch
-        from cudal1.evaluate.evaluator import real_nvcc
+        from cudal1.evaluate.evaluator import host_prefix_toolchain
 
-        config, nvcc = self.config, real_nvcc()
-        wanted = config.device == "cuda" and config.precompiled_headers and config.parallel_nvcc
-        if not (wanted and arch and nvcc):
+        toolchain = host_prefix_toolchain(self.config, arch) if arch else None
+        if toolchain is None:
             return None
         with self.lock:
-            if arch in self.prefixed:
+            if toolchain[1] in self.prefixed:
                 return None
-            self.prefixed.add(arch)
+            self.prefixed.add(toolchain[1])
         thread = threading.Thread(
             target=pch.ensure_host_prefixes,
-            args=(config.pch_root, nvcc, arch),
+            args=(self.config.pch_root, *toolchain),
             name="cudal1-host-prefix",
             daemon=True,
         )
