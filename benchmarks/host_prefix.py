@@ -6,8 +6,8 @@ The prefixes of `pch.HOST_PREFIX_UNITS` are made first (timed). Then each honest
 CUDA candidate's `.cu` is compiled the way torch's extension builder compiles it (its
 `build.ninja`, `PYTORCH_NVCC` the driver), once with `--make-host-prefix` into a scratch
 directory (whose file name says which prefix the candidate has, so whether one of the made ones
-is it), then `--repeat` times each, in turn, without and with `--host-prefix`; the objects are
-compared with the names nvcc varies blanked. `--cuda-l1 FILE --cuda-l1-limit N` counts, for N
+is it), then `--repeat` times each (0: none), in turn, without and with `--host-prefix`; the
+objects are compared with the names nvcc varies blanked. `--cuda-l1 FILE --cuda-l1-limit N` counts, for N
 of CUDA-L1's `load_inline` kernels found at import, which share a made prefix (no timing).
 
     CUDA_HOME=/usr/local/cuda PYTHONPATH=src:. python3 benchmarks/host_prefix.py --out DIR \
@@ -111,7 +111,7 @@ def main() -> int:
                 "shares_a_made_prefix": prefix in made,
                 "make_own_prefix_s": round(own_s, 2),
                 "seconds": {m: [round(s, 2) for s in v] for m, v in seconds.items()},
-                "same_object": objects["driver"] == objects["with_prefix"],
+                "same_object": objects["driver"] == objects["with_prefix"] if objects else None,
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -146,10 +146,14 @@ def main() -> int:
     print("| candidate | shares a made prefix | driver s | with the prefix s | same object |")
     print("|---|---|---|---|---|")
     for r in rows:
-        plain, fast = (statistics.median(r["seconds"][m]) for m in fronts)
-        print(
-            f"| {r['candidate']} | {r['shares_a_made_prefix']} | {plain:.2f} | {fast:.2f} | {r['same_object']} |"
+        plain, fast = (
+            f"{statistics.median(r['seconds'][m]):.2f}" if r["seconds"][m] else "-" for m in fronts
         )
+        print(
+            f"| {r['candidate']} | {r['shares_a_made_prefix']} | {plain} | {fast} | {r['same_object']} |"
+        )
+    shared = sum(r["shares_a_made_prefix"] for r in rows)
+    print(f"honest corpus: {shared} of {len(rows)} share a made prefix")
     if cuda_l1:
         built = [c for c in cuda_l1 if c.get("compiles", True)]
         shared = sum(c["shares"] for c in built)
