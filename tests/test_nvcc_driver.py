@@ -268,6 +268,7 @@ def test_a_trusted_host_prefix_serves_every_unit_with_its_headers_and_changes_no
     making = _driven(made, HEADERS + KERNEL, "kernel", "--make-host-prefix", str(prefixes))
     assert making.returncode == 0, making.stderr
     (text,) = prefixes.glob("*.h")
+    assert making.stdout.splitlines() == [nvcc_driver.MADE_PREFIX + text.name]  # for its maker
     gch = prefixes / f"{text.name}.gch"
     precompiled = gch.read_bytes()
     assert len(precompiled) > text.stat().st_size
@@ -299,20 +300,23 @@ def test_a_trusted_host_prefix_serves_every_unit_with_its_headers_and_changes_no
 
 @pytest.mark.slow
 def test_trusted_code_precompiles_a_host_prefix_that_a_candidates_build_uses(tmp_path, monkeypatch):
-    """`pch.ensure_host_prefixes` builds a unit of `load_inline`'s own headers through torch's
-    ninja rule; a candidate's `.cu` with those headers and a kernel of its own, compiled with
-    the command the evaluator gives its build (`PYTORCH_NVCC`), goes behind the prefix: GCC
-    reads the precompiled header, not the text beside it. (That the object is the driver's
-    own: the test above, and `benchmarks/host_prefix.py` for torch's units.)"""
+    """`pch.ensure_host_prefixes` builds units through torch's ninja rule side by side (one of
+    `load_inline`'s own headers, one with another header too), each recording its own prefix;
+    a candidate's `.cu` with the first's headers and a kernel of its own, compiled with the
+    command the evaluator gives its build (`PYTORCH_NVCC`), goes behind that prefix: GCC reads
+    the precompiled header, not the text beside it. (That the object is the driver's own: the
+    test above, and `benchmarks/host_prefix.py` for torch's units.)"""
     from cudal1.evaluate import EvalConfig, pch
 
     assert NVCC is not None
     config = EvalConfig(device="cpu", parallel_nvcc=True, build_root=tmp_path / "builds")
-    made = pch.ensure_host_prefixes(
-        config.pch_root, NVCC, "9.0", units={"types": KERNEL.replace("*= a", "+= a")}
-    )
+    units = {"types": KERNEL.replace("*= a", "+= a"), "valarray": "#include <valarray>\n" + KERNEL}
+    made = pch.ensure_host_prefixes(config.pch_root, NVCC, "9.0", units=units)
     assert made is not None and made == pch.host_prefix_dir(config.pch_root)
-    (text,) = made.glob("*.h")
+    records = {r.name.split("-")[0]: r.read_text() for r in (made / "units").iterdir()}
+    assert sorted(records) == ["types", "valarray"]
+    assert sorted(records.values()) == sorted(t.name for t in made.glob("*.h"))  # two, each its own
+    text = made / records["types"]
     text.write_text("#error the text was read\n")
     command = shlex.split(_builders_nvcc(config, tmp_path, monkeypatch) or "")
     assert command[-3:-1] == ["--host-prefix", str(made)]

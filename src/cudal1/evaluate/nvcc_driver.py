@@ -230,6 +230,11 @@ def _behind_prefix(source: str, directory: str) -> None:
         _write(source, f'{first}\n#include "{header}"\n{rest}')
 
 
+MADE_PREFIX = "cudal1 host prefix made: "
+"""What `--make-host-prefix` prints before the made header's file name (ninja shows a
+command's output), so that its maker learns which it is while others are made beside it."""
+
+
 def _make_prefix(steps: Plan, directory: str) -> int:
     """Write this unit's host prefix into `directory` and precompile it with the host
     compile's own command (TRUSTED callers only: `pch.ensure_host_prefixes`)."""
@@ -247,6 +252,7 @@ def _make_prefix(steps: Plan, directory: str) -> int:
     code = _run_side_by_side(steps, [[shlex.join([*command, header])]])
     if code == 0:
         os.replace(gch, header + ".gch")  # GCC never sees half a header
+        print(f"{MADE_PREFIX}{os.path.basename(header)}", flush=True)
     return code
 
 

@@ -39,8 +39,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cudal1.evaluate import harness
@@ -259,11 +259,9 @@ def ensure_host_prefixes(
     units: dict[str, str] = HOST_PREFIX_UNITS,
 ) -> Path | None:
     """Precompile the host prefix of each of `units` not done yet for `arch`
-    (TORCH_CUDA_ARCH_LIST): a `.cu` as `load_inline` writes it for that CUDA source, built by
-    torch's ninja rule through the driver with `--make-host-prefix`. The directory, or None
-    when none could be made."""
-    from cudal1.evaluate import nvcc_driver
-
+    (TORCH_CUDA_ARCH_LIST), all side by side: a `.cu` as `load_inline` writes it for that CUDA
+    source, built by torch's ninja rule through the driver with `--make-host-prefix`. The
+    directory, or None when none could be made."""
     key = _key(torch_header())
     if key is None:
         return None
@@ -271,25 +269,43 @@ def ensure_host_prefixes(
     made = directory / "units"
     made.mkdir(parents=True, exist_ok=True)
     with _building, harness.exclusive(directory / ".building.lock"):
+        missing = {}
         for name, unit in units.items():
             source = LOAD_INLINE_LINES + unit
             stamp = hashlib.sha256(f"{arch}\n{nvcc}\n{source}".encode()).hexdigest()[:16]
             record = made / f"{name}-{stamp}"
-            if record.exists() and (directory / f"{record.read_text()}.gch").exists():
-                continue
-            with tempfile.TemporaryDirectory() as tmp:
-                (Path(tmp) / "cuda.cu").write_text(source)
-                driver = [sys.executable, "-I", "-S", nvcc_driver.__file__]
-                started = time.time()
-                out = cuda_object(
-                    Path(tmp), [*driver, "--make-host-prefix", str(directory), nvcc], arch, cpus
-                )
-            made_now = [g for g in directory.glob("*.h.gch") if g.stat().st_mtime >= started]
-            if out.returncode != 0 or len(made_now) != 1:
-                log.warning("host prefix %s failed: %s", name, (out.stdout + out.stderr)[-500:])
-                continue
-            record.write_text(made_now[0].name.removesuffix(".gch"))
+            if not (record.exists() and (directory / f"{record.read_text()}.gch").exists()):
+                missing[record] = source
+        with ThreadPoolExecutor(max(1, len(missing))) as pool:
+            builds = [
+                pool.submit(_make_host_prefix, directory, record, source, nvcc, arch, cpus)
+                for record, source in missing.items()
+            ]
+        for build in builds:
+            build.result()  # raises what a build raised
     return host_prefix_dir(root)
+
+
+def _make_host_prefix(
+    directory: Path, record: Path, source: str, nvcc: str, arch: str, cpus: frozenset[int] | None
+) -> None:
+    """Build `source` through the driver with `--make-host-prefix directory`, and write the
+    made header's name to `record`."""
+    from cudal1.evaluate import nvcc_driver
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "cuda.cu").write_text(source)
+        driver = [sys.executable, "-I", "-S", nvcc_driver.__file__]
+        out = cuda_object(
+            Path(tmp), [*driver, "--make-host-prefix", str(directory), nvcc], arch, cpus
+        )
+    names = re.findall(
+        rf"^{re.escape(nvcc_driver.MADE_PREFIX)}([0-9a-f]{{32}}\.h)$", out.stdout, re.M
+    )
+    if out.returncode != 0 or len(names) != 1:
+        log.warning("host prefix %s failed: %s", record.name, (out.stdout + out.stderr)[-500:])
+        return
+    record.write_text(names[0])
 
 
 def cuda_object(
