@@ -2,16 +2,19 @@
 --host-prefix`, made by `pch.ensure_host_prefixes`): how many candidates share a precompiled
 prefix, and what it saves.
 
-The prefixes of `pch.HOST_PREFIX_UNITS` are made first (timed). Then each honest `load_inline`
-CUDA candidate's `.cu` is compiled the way torch's extension builder compiles it (its
+The prefixes of `pch.HOST_PREFIX_UNITS` (with each of `pch.HOST_PREFIX_FLAGS`) are made first
+(timed). Then each honest `load_inline` CUDA candidate's `.cu` is compiled the way torch's
+extension builder compiles it, with the `extra_cuda_cflags` the candidate asks for (its
 `build.ninja`, `PYTORCH_NVCC` the driver), once with `--make-host-prefix` into a scratch
 directory (whose file name says which prefix the candidate has, so whether one of the made ones
 is it), then `--repeat` times each (0: none), in turn, without and with `--host-prefix`; the
-objects are compared with the names nvcc varies blanked. `--cuda-l1 FILE --cuda-l1-limit N` counts, for N
-of CUDA-L1's `load_inline` kernels found at import, which share a made prefix (no timing).
+objects are compared with the names nvcc varies blanked. `--cuda-l1 FILE --cuda-l1-limit N`
+counts, for N of CUDA-L1's `load_inline` kernels found at import, which share a made prefix (no
+timing). `--units` makes only the named units' prefixes (a shorter run).
 
     CUDA_HOME=/usr/local/cuda PYTHONPATH=src:. python3 benchmarks/host_prefix.py --out DIR \
-        [--limit 3] [--repeat 2] [--cuda-l1 ../shared/data/cuda-l1-h100.jsonl --cuda-l1-limit 6]
+        [--limit 3] [--repeat 2] [--units aten_cuda] \
+        [--cuda-l1 ../shared/data/cuda-l1-h100.jsonl --cuda-l1-limit 6]
 
 Writes DIR/host_prefix.json and prints a table. No GPU is needed; torch must have CUDA's headers
 (on a CPU build of torch, see `benchmarks/results/2026-12-07-cpu/summary.md`).
@@ -30,32 +33,36 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.nvcc_schedule import CANDIDATES, cuda_source, cuda_source_of
+from benchmarks.nvcc_schedule import CANDIDATES, cuda_unit_of
 from cudal1.evaluate import nvcc_driver, pch
 
 DRIVER = [sys.executable, "-I", "-S", nvcc_driver.__file__]
 
 
-def build(work: Path, source: str, front: list[str], arch: str, name: str) -> float:
-    """Seconds to build `source`'s object in a fresh `work` through torch's ninja rule."""
+Unit = tuple[str, tuple[str, ...]]
+"""A `.cu` and the `extra_cuda_cflags` its candidate asks for."""
+
+
+def build(work: Path, unit: Unit, front: list[str], arch: str, name: str) -> float:
+    """Seconds to build `unit`'s object in a fresh `work` through torch's ninja rule."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    (work / "cuda.cu").write_text(source)
+    (work / "cuda.cu").write_text(unit[0])
     t0 = time.perf_counter()
-    done = pch.cuda_object(work, front, arch, name=name)
+    done = pch.cuda_object(work, front, arch, name=name, cuda_flags=unit[1])
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         raise RuntimeError(f"{name}: {(done.stdout + done.stderr)[-2000:]}")
     return seconds
 
 
-def own_prefix(source: str, nvcc: str, arch: str, work: Path) -> tuple[str | None, float]:
-    """The file name of `source`'s host prefix (None: it has none) and the make's seconds."""
+def own_prefix(unit: Unit, nvcc: str, arch: str, work: Path) -> tuple[str | None, float]:
+    """The file name of `unit`'s host prefix (None: it has none) and the make's seconds."""
     scratch = work / "own-prefix"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     seconds = build(
-        work / "make", source, [*DRIVER, "--make-host-prefix", str(scratch), nvcc], arch, "own"
+        work / "make", unit, [*DRIVER, "--make-host-prefix", str(scratch), nvcc], arch, "own"
     )
     made = [p.name.removesuffix(".gch") for p in scratch.glob("*.h.gch")]
     return (made[0] if made else None), seconds
@@ -69,7 +76,12 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--cuda-l1", type=Path, default=None)
     parser.add_argument("--cuda-l1-limit", type=int, default=6)
+    parser.add_argument("--units", default=",".join(pch.HOST_PREFIX_UNITS))
     args = parser.parse_args()
+    if unknown := set(args.units.split(",")) - set(pch.HOST_PREFIX_UNITS):
+        parser.error(
+            f"--units: no unit {', '.join(sorted(unknown))}; known: {','.join(pch.HOST_PREFIX_UNITS)}"
+        )
     nvcc = shutil.which("nvcc", path=os.path.join(os.environ.get("CUDA_HOME", ""), "bin"))
     nvcc = nvcc or shutil.which("nvcc")
     if nvcc is None:
@@ -78,14 +90,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="host-prefix-") as tmp:
         root = Path(tmp) / "pch"
         t0 = time.perf_counter()
-        directory = pch.ensure_host_prefixes(root, nvcc, args.arch)
+        wanted = {u: pch.HOST_PREFIX_UNITS[u] for u in args.units.split(",")}
+        directory = pch.ensure_host_prefixes(root, nvcc, args.arch, units=wanted)
         make_s = time.perf_counter() - t0
         if directory is None:
             raise SystemExit("host_prefix: no host prefix could be made (see the log)")
         made = {p.name.removesuffix(".gch"): p.stat().st_size for p in directory.glob("*.h.gch")}
         units = {r.name.rsplit("-", 1)[0]: r.read_text() for r in (directory / "units").iterdir()}
         print(f"made {len(made)} prefixes in {make_s:.1f} s: {units}", flush=True)
-        sources = {p.stem: s for p in sorted(CANDIDATES.glob("cuda_*.py")) if (s := cuda_source(p))}
+        sources = {
+            p.stem: unit
+            for p in sorted(CANDIDATES.glob("cuda_*.py"))
+            if (unit := cuda_unit_of(p.read_text(), str(p)))
+        }
         if args.limit is not None:
             sources = dict(list(sources.items())[: args.limit])
         rows: list[dict[str, Any]] = []
@@ -93,20 +110,21 @@ def main() -> int:
             "driver": [*DRIVER, nvcc],
             "with_prefix": [*DRIVER, "--host-prefix", str(directory), nvcc],
         }
-        for i, (name, source) in enumerate(sources.items()):
+        for i, (name, unit) in enumerate(sources.items()):
             work = Path(tmp) / name
-            prefix, own_s = own_prefix(source, nvcc, args.arch, work)
+            prefix, own_s = own_prefix(unit, nvcc, args.arch, work)
             seconds: dict[str, list[float]] = {mode: [] for mode in fronts}
             objects: dict[str, bytes] = {}
             for _ in range(args.repeat):
                 for mode, front in fronts.items():  # in turn, so drift reaches both alike
                     # at one path: the object names the `.cu` as ninja gives it, absolute
-                    seconds[mode].append(build(work / "build", source, front, args.arch, f"c{i}"))
+                    seconds[mode].append(build(work / "build", unit, front, args.arch, f"c{i}"))
                     objects[mode] = nvcc_driver.masked(
                         (work / "build" / "cuda.cuda.o").read_bytes()
                     )
             row = {
                 "candidate": name,
+                "cuda_flags": list(unit[1]),
                 "prefix": prefix,
                 "shares_a_made_prefix": prefix in made,
                 "make_own_prefix_s": round(own_s, 2),
@@ -121,16 +139,18 @@ def main() -> int:
                 if len(cuda_l1) >= args.cuda_l1_limit:
                     break
                 entry = json.loads(line)
-                body = cuda_source_of(entry.get("custom_code") or "")
-                if body is None:
+                unit = cuda_unit_of(entry.get("custom_code") or "")
+                if unit is None:
                     continue
                 task = f"L{entry['level_id']}_{entry['task_id']}"
                 try:
-                    prefix, _ = own_prefix(body, nvcc, args.arch, Path(tmp) / "cuda-l1")
+                    prefix, _ = own_prefix(unit, nvcc, args.arch, Path(tmp) / "cuda-l1")
                 except RuntimeError:  # a kernel this torch no longer compiles
                     cuda_l1.append({"task": task, "prefix": None, "compiles": False})
                     continue
-                cuda_l1.append({"task": task, "prefix": prefix, "shares": prefix in made})
+                cuda_l1.append(
+                    {"task": task, "flags": unit[1], "prefix": prefix, "shares": prefix in made}
+                )
                 print(json.dumps(cuda_l1[-1]), flush=True)
     report = {
         "arch": args.arch,

@@ -46,10 +46,16 @@ def cuda_source(candidate: Path) -> str | None:
 def cuda_source_of(code: str, name: str = "candidate") -> str | None:
     """The `.cu` file `load_inline` would write for the candidate `code` when imported (None:
     it compiles none then, or fails first)."""
+    unit = cuda_unit_of(code, name)
+    return None if unit is None else unit[0]
+
+
+def cuda_unit_of(code: str, name: str = "candidate") -> tuple[str, tuple[str, ...]] | None:
+    """`cuda_source_of`, with the `extra_cuda_cflags` the candidate asks for."""
     from torch.utils import cpp_extension
 
     def capture(*args: Any, **kwargs: Any) -> None:
-        raise _Captured(kwargs.get("cuda_sources"))
+        raise _Captured(kwargs)
 
     real = cpp_extension.load_inline
     cpp_extension.load_inline = capture
@@ -61,11 +67,12 @@ def cuda_source_of(code: str, name: str = "candidate") -> str | None:
         ):
             exec(compile(code, name, "exec"), {"__name__": "candidate"})
     except _Captured as found:
-        sources = found.args[0]
+        asked = found.args[0]
+        sources = asked.get("cuda_sources")
         if not sources:
             return None
         body = sources if isinstance(sources, str) else "\n".join(sources)
-        return pch.LOAD_INLINE_LINES + body
+        return pch.LOAD_INLINE_LINES + body, tuple(asked.get("extra_cuda_cflags") or ())
     except Exception:
         return None
     finally:

@@ -300,35 +300,43 @@ def test_a_trusted_host_prefix_serves_every_unit_with_its_headers_and_changes_no
 
 @pytest.mark.slow
 def test_trusted_code_precompiles_a_host_prefix_that_a_candidates_build_uses(tmp_path, monkeypatch):
-    """`pch.ensure_host_prefixes` builds units through torch's ninja rule side by side (one of
-    `load_inline`'s own headers, one with another header too), each recording its own prefix;
-    a candidate's `.cu` with the first's headers and a kernel of its own, compiled with the
-    command the evaluator gives its build (`PYTORCH_NVCC`), goes behind that prefix: GCC reads
-    the precompiled header, not the text beside it. (That the object is the driver's own: the
-    test above, and `benchmarks/host_prefix.py` for torch's units.)"""
+    """`pch.ensure_host_prefixes` builds a unit of `load_inline`'s own headers through torch's
+    ninja rule, with and without `-O3` side by side (two prefixes: `-O3` reaches the host
+    preprocessor), each recording its own; a candidate's `.cu` with those headers and a kernel
+    of its own, asking for `-O3` and compiled with the command the evaluator gives its build
+    (`PYTORCH_NVCC`), goes behind the `-O3` prefix: GCC reads the precompiled header, not the
+    text beside it. (That the object is the driver's own: the test above, and
+    `benchmarks/host_prefix.py` for torch's units.)"""
     from cudal1.evaluate import EvalConfig, pch
 
     assert NVCC is not None
     config = EvalConfig(device="cpu", parallel_nvcc=True, build_root=tmp_path / "builds")
-    units = {"types": KERNEL.replace("*= a", "+= a"), "valarray": "#include <valarray>\n" + KERNEL}
-    made = pch.ensure_host_prefixes(config.pch_root, NVCC, "9.0", units=units)
+    flags = {"default": (), "O3": ("-O3",)}
+    units = {"types": KERNEL.replace("*= a", "+= a")}
+    made = pch.ensure_host_prefixes(config.pch_root, NVCC, "9.0", units=units, flags=flags)
     assert made is not None and made == pch.host_prefix_dir(config.pch_root)
-    records = {r.name.split("-")[0]: r.read_text() for r in (made / "units").iterdir()}
-    assert sorted(records) == ["types", "valarray"]
+    records = {r.name.split("-")[1]: r.read_text() for r in (made / "units").iterdir()}
+    assert sorted(records) == ["O3", "default"]
     assert sorted(records.values()) == sorted(t.name for t in made.glob("*.h"))  # two, each its own
-    text = made / records["types"]
+    text = made / records["O3"]
     text.write_text("#error the text was read\n")
     command = shlex.split(_builders_nvcc(config, tmp_path, monkeypatch) or "")
     assert command[-3:-1] == ["--host-prefix", str(made)]
     front = [*command[:-1], NVCC]  # the evaluator's command, with the real toolkit's nvcc
     (tmp_path / "candidate").mkdir()
     (tmp_path / "candidate" / "cuda.cu").write_text(pch.LOAD_INLINE_LINES + KERNEL)
+
+    def build() -> subprocess.CompletedProcess:
+        return pch.cuda_object(
+            tmp_path / "candidate", front, "9.0", name="candidate", cuda_flags=("-O3",)
+        )
+
     gch = made / f"{text.name}.gch"
     gch.rename(made / "aside")
     gch.write_bytes(b"not a precompiled header")  # GCC falls back to the text
-    fell_back = pch.cuda_object(tmp_path / "candidate", front, "9.0", name="candidate")
+    fell_back = build()
     assert "the text was read" in fell_back.stdout + fell_back.stderr  # the prefix matched
     (made / "aside").rename(gch)
-    built = pch.cuda_object(tmp_path / "candidate", front, "9.0", name="candidate")
+    built = build()
     assert built.returncode == 0, built.stdout + built.stderr  # behind the precompiled header
     assert b"launch_scale" in (tmp_path / "candidate" / "cuda.cuda.o").read_bytes()
