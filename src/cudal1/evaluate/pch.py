@@ -266,9 +266,9 @@ def ensure_host_prefixes(
     flags: dict[str, tuple[str, ...]] = HOST_PREFIX_FLAGS,
 ) -> Path | None:
     """Precompile the host prefix of each of `units` with each of `flags` not done yet for
-    `arch` (TORCH_CUDA_ARCH_LIST), all side by side: a `.cu` as `load_inline` writes it for that
-    CUDA source and `extra_cuda_cflags`, built by torch's ninja rule through the driver with
-    `--make-host-prefix`. The directory, or None when none could be made."""
+    `arch` (TORCH_CUDA_ARCH_LIST), side by side (two cores each): a `.cu` as `load_inline`
+    writes it for that CUDA source and `extra_cuda_cflags`, built by torch's ninja rule through
+    the driver with `--make-host-prefix`. The directory, or None when none could be made."""
     key = _key(torch_header())
     if key is None:
         return None
@@ -283,7 +283,8 @@ def ensure_host_prefixes(
             record = made / f"{name}-{variant}-{stamp[:16]}"
             if not (record.exists() and (directory / f"{record.read_text()}.gch").exists()):
                 missing[record] = (source, extra)
-        with ThreadPoolExecutor(max(1, len(missing))) as pool:
+        cores = len(cpus or os.sched_getaffinity(0))
+        with ThreadPoolExecutor(max(1, min(len(missing), cores // 2))) as pool:  # 2 chains each
             builds = [
                 pool.submit(_make_host_prefix, directory, record, *unit, nvcc, arch, cpus)
                 for record, unit in missing.items()
