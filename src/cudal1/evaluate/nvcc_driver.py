@@ -220,7 +220,7 @@ def _write(path: str, text: str) -> None:
 
 def _behind_prefix(source: str, directory: str) -> None:
     """Have the host compile of `source` include its prefix from `directory` where a
-    precompiled header of that exact text is kept there."""
+    precompiled header of that exact text is kept there, and say so (`USED_PREFIX`)."""
     parts = split_host_source(_read(source))
     if parts is None:
         return
@@ -228,11 +228,16 @@ def _behind_prefix(source: str, directory: str) -> None:
     header = os.path.join(directory, prefix_name(prefix))
     if os.path.isfile(header + ".gch") and os.path.isfile(header):
         _write(source, f'{first}\n#include "{header}"\n{rest}')
+        print(f"{USED_PREFIX}{os.path.basename(header)}", flush=True)
 
 
 MADE_PREFIX = "cudal1 host prefix made: "
 """What `--make-host-prefix` prints before the made header's file name (ninja shows a
 command's output), so that its maker learns which it is while others are made beside it."""
+USED_PREFIX = "cudal1 host prefix used: "
+"""What a build whose host compile includes a made prefix prints before the header's file
+name: a verbose build's log shows which prefix it matched (one that prints nothing matched
+none). GCC still reads the text where the precompiled header does not fit the compile."""
 
 
 def _make_prefix(steps: Plan, directory: str) -> int:
