@@ -23,6 +23,14 @@ class ModelNew(nn.Module):
 """
 
 
+QUICK = tuple(
+    x
+    for field in ("timing_budget_s=0.1", "min_pairs=7", "max_pairs=14", "trials=2")
+    for x in ("--set", f"eval.{field}")
+)
+"""The corpora's small timing budgets: these tests check rows and verdicts, not speed."""
+
+
 @pytest.fixture
 def solutions_dir(tmp_path):
     d = tmp_path / "sols"
@@ -48,9 +56,11 @@ def test_bench_directory_with_bad_entries_and_resume(cli, kernelbench_dir, solut
         "cpu",
         "--out",
         str(out),
+        *QUICK,
     )
     code, _, err = cli(*args)
     assert code == 0, err
+    assert json.loads((out / "run.json").read_text())["eval"]["timing_budget_s"] == 0.1
     rows = {r["key"]: r for r in load_rows(out / "results.jsonl")}
     assert set(rows) == {"L1_1", "L1_2", "L2_7", "L5_5"}
     assert rows["L1_1"]["result"]["status"] == "ok"
@@ -66,6 +76,16 @@ def test_bench_directory_with_bad_entries_and_resume(cli, kernelbench_dir, solut
     # A second run resumes: nothing left to do, nothing duplicated.
     code, _, err = cli(*args)
     assert code == 0, err
+    assert len(load_rows(out / "results.jsonl")) == 4
+    # Nor under other settings, nor with a --set bench cannot take: one line each.
+    for other, says in (
+        (("--set", "eval.trials=3"), "other settings"),
+        (("--set", "x.y=1"), "eval.FIELD"),
+    ):
+        code, _, err = cli(*args, *other)
+        assert code != 0 and says in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = cli(*args, "--set", "eval.trails=3")
+    assert code != 0 and "no field(s) ['trails']" in err
     assert len(load_rows(out / "results.jsonl")) == 4
     # Rows of another version are never resumed into: one clear line, nothing written.
     meta = json.loads((out / "run.json").read_text())
@@ -125,6 +145,7 @@ def test_bench_reads_the_real_release_on_cpu(cli, tmp_path):
         str(out),
         "--tasks",
         "L1_19,L1_20",
+        *QUICK,
     )
     assert code == 0, err
     rows = load_rows(out / "results.jsonl")
@@ -220,8 +241,9 @@ def test_a_speedup_on_a_degenerate_task_is_flagged(cli, tmp_path):
     )
     out = tmp_path / "run"
     code, _, err = cli(
-        "bench", str(suite.parent), "--solutions", str(sols), "--device", "cpu", "--out", str(out)
-    )
+        "bench", str(suite.parent), "--solutions", str(sols), "--device", "cpu", "--out", str(out),
+        *QUICK,
+    )  # fmt: skip
     assert code == 0, err
     (row,) = load_rows(out / "results.jsonl")
     assert row["result"]["status"] == "ok"
@@ -247,7 +269,7 @@ def test_an_entry_out_of_device_memory_is_retried_alone_after_the_others(
     out = tmp_path / "run"
     code, _, err = cli(
         "bench", str(kernelbench_dir), "--solutions", str(sols), "--device", "cpu",
-        "--out", str(out), "--tasks", "L1_1,L1_2", "--jobs", "2",
+        "--out", str(out), "--tasks", "L1_1,L1_2", "--jobs", "2", *QUICK,
     )  # fmt: skip
     assert code == 0, err
     rows = {r["key"]: r for r in load_rows(out / "results.jsonl")}
@@ -311,8 +333,8 @@ def test_bench_kernelbench_run_directory_per_sample_and_best_of_k(cli, kernelben
     suite, run, expected = kernelbench_run
     out = tmp_path / "audit"
     code, stdout, err = cli(
-        "bench", str(suite), "--solutions", str(run), "--device", "cpu", "--out", str(out)
-    )
+        "bench", str(suite), "--solutions", str(run), "--device", "cpu", "--out", str(out), *QUICK
+    )  # fmt: skip
     assert code == 0, err
     rows = {r["key"]: r for r in load_rows(out / "results.jsonl")}
     assert set(rows) == set(expected)

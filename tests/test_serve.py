@@ -43,7 +43,9 @@ HONEST = HEAD + "    def forward(self, x):\n        return torch.nn.functional.g
 CRASH = HONEST.replace(
     "return torch", "import faulthandler\n        faulthandler._sigsegv()\n        return torch"
 )
-HANG = HONEST.replace("return torch", "while True:\n            pass\n        return torch")
+# a hang that sleeps: these tests are about the service answering every request; a hang
+# that spins would hold one of CI's two cores until its timeout (test_evaluator's does)
+HANG = HONEST.replace("return torch", "import time\n        time.sleep(3600)\n        return torch")
 SLOW = (  # slow to build (3 s in the constructor), then honest
     "import time\n\n" + HEAD + "    def __init__(self):\n        super().__init__()\n"
     "        time.sleep(3)\n\n" + HONEST.removeprefix(HEAD)

@@ -24,6 +24,7 @@ from cudal1.report.bench import (
 )
 from cudal1.report.summary import FAST_P, load_rows, refused, sample_summary, summary
 from cudal1.tasks import load_suite
+from cudal1.train.config import build, parse_overrides
 
 console = Console()
 
@@ -55,12 +56,22 @@ def bench_command(
         None, help="Spread evaluations over this many GPUs (local: one lock each; ray: actors)."
     ),
     no_sandbox: bool = no_sandbox_option(),
+    sets: list[str] = typer.Option(
+        None,
+        "--set",
+        help="Override an evaluator field, eval.FIELD=VALUE (cudal1.evaluate.config), "
+        "repeatable; run.json records it, and a run resumes only under the same settings.",
+    ),
 ) -> None:
     """Evaluate every solution of SOURCE on SUITE; rows stream to RUN_DIR/results.jsonl."""
     kinds = [k.strip() for k in baselines.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in BASELINES]
     if unknown:
         raise Cudal1Error(f"unknown baseline {unknown[0]!r}: choose from {', '.join(BASELINES)}")
+    overrides = parse_overrides(sets or [])
+    other = sorted(set(overrides) - {"eval"})
+    if other:
+        raise Cudal1Error(f"--set {other[0]}.…: bench takes eval.FIELD=VALUE only")
     the_suite = load_suite(suite)
     sols = read_solutions(solutions)
     if level is not None:
@@ -71,9 +82,10 @@ def bench_command(
         wanted = {t.strip() for t in tasks.split(",")}
         sols = [s for s in sols if s.task_id in wanted]
         covered &= wanted
-    eval_config = EvalConfig(
-        device=resolve_device(device), policy=policy, tolerance=tolerance, sandbox=not no_sandbox
-    )  # type: ignore[arg-type]
+    given = {"device": resolve_device(device), "policy": policy, "tolerance": tolerance}
+    eval_config = build(
+        EvalConfig, {**given, "sandbox": not no_sandbox, **overrides.get("eval", {})}, "eval"
+    )
     check_run_dir(out, run_meta(the_suite.name, eval_config, kinds), resume)
     config = BenchConfig(
         eval=eval_config,
