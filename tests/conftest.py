@@ -74,7 +74,8 @@ def precompiled_binding_header():
     """Precompile torch/extension.h (flag-less, then with the `-O3` the corpora's C++
     candidates ask for) for the whole run, as a CUDA evaluator does when it starts: the suite's
     cold C++ builds then compile their binding file from it, as they would on a GPU box,
-    instead of each parsing torch's headers again (an honest `-O3` C++ case 40 s -> 24 s). Built
+    instead of each parsing torch's headers again (the five honest `-O3` C++ cases took 39.3-44.7
+    s each in a suite run without the `-O3` variant, 19.7-21.6 s in one with it). Built
     once per machine and torch (xdist's workers share it through pch's lock); builds that start
     before it is ready do without it."""
     config = EvalConfig(device="cpu")
