@@ -149,7 +149,12 @@ def main() -> int:
                     cuda_l1.append({"task": task, "prefix": None, "compiles": False})
                     continue
                 cuda_l1.append(
-                    {"task": task, "flags": unit[1], "prefix": prefix, "shares": prefix in made}
+                    {
+                        "task": task,
+                        "cuda_flags": list(unit[1]),
+                        "prefix": prefix,
+                        "shares": prefix in made,
+                    }
                 )
                 print(json.dumps(cuda_l1[-1]), flush=True)
     report = {

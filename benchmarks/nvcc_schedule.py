@@ -40,18 +40,13 @@ class _Captured(BaseException):
 
 def cuda_source(candidate: Path) -> str | None:
     """The `.cu` file `load_inline` would write for `candidate` (None: it compiles none)."""
-    return cuda_source_of(candidate.read_text(), str(candidate))
-
-
-def cuda_source_of(code: str, name: str = "candidate") -> str | None:
-    """The `.cu` file `load_inline` would write for the candidate `code` when imported (None:
-    it compiles none then, or fails first)."""
-    unit = cuda_unit_of(code, name)
+    unit = cuda_unit_of(candidate.read_text(), str(candidate))
     return None if unit is None else unit[0]
 
 
 def cuda_unit_of(code: str, name: str = "candidate") -> tuple[str, tuple[str, ...]] | None:
-    """`cuda_source_of`, with the `extra_cuda_cflags` the candidate asks for."""
+    """The `.cu` file `load_inline` would write for the candidate `code` when imported, and the
+    `extra_cuda_cflags` it asks for (None: it compiles none then, or fails first)."""
     from torch.utils import cpp_extension
 
     def capture(*args: Any, **kwargs: Any) -> None:
