@@ -276,6 +276,7 @@ def evaluate_all(
                 + r.phase_seconds.get("device.profile", 0.0),
                 "device_s": r.phase_seconds.get("device", 0.0),
                 "kind": _kind(source),
+                "host_prefixes": r.env.get("host_prefixes", []),
             }
             if r.timing is not None:  # what the speedup was made of, to read a spread
                 t = r.timing

@@ -8,6 +8,7 @@ candidates of 50 us to 1 ms are evaluated three times each, spread over the run.
 Submits until `--duration-s` has passed (twice the pool's jobs in flight), waits for what is in
 flight, and writes DIR/rl_throughput.json: `commit`, `mix` (fresh candidates by kind),
 `fresh_per_hour`, `compile_s` (median and 90th percentile over the fresh candidates),
+`cuda_behind_host_prefix` (the fresh CUDA candidates whose build included a host prefix),
 `gpu_busy_fraction` (exclusive, timed device-lock seconds over wall time) and
 `spread_check` (median and max of max/min - 1 over each subject's speedups), and every
 evaluation to DIR/evaluations.jsonl as it finishes. Runs on the CPU too (`--device cpu`: C++
@@ -114,6 +115,9 @@ def main() -> int:
             k: quantile([r["compile_s"] for r in fresh if r["kind"] == k and r["compile_s"]], 0.5)
             for k in kinds
         },
+        "cuda_behind_host_prefix": sum(
+            bool(r["host_prefixes"]) for r in fresh if r["kind"] == "cuda"
+        ),
         "gpu_busy_fraction": round(sum(r["exclusive_s"] for r in rows) / wall, 3),
         "device_held_fraction": round(sum(r["device_s"] for r in rows) / wall, 3),
         "spread_check": {

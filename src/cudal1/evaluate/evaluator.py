@@ -53,6 +53,7 @@ import random
 import secrets
 import shlex
 import shutil
+import stat
 import statistics
 import sys
 import tempfile
@@ -523,6 +524,26 @@ def _build_env(
     return env
 
 
+def host_prefixes_reported(extensions: Path) -> list[str]:
+    """The host prefixes this candidate's CUDA builds included, as the nvcc driver left them
+    beside the objects (`nvcc_driver.PREFIX_MARK`). Written inside the sandbox, so a record
+    for reading where build time went, never an input to a verdict: only regular files one
+    or two levels down are read, and only a header's name is kept."""
+    names: set[str] = set()
+    for depth in ("*", "*/*"):
+        for mark in extensions.glob(f"{depth}/*{nvcc_driver.PREFIX_MARK}"):
+            try:
+                fd = os.open(mark, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as f:
+                regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+                text = f.read(64).decode("ascii", "replace") if regular else ""
+            if nvcc_driver.is_prefix_name(text):
+                names.add(text)
+    return sorted(names)
+
+
 def host_prefix_toolchain(config: EvalConfig, arch: str | None = None) -> tuple[str, str] | None:
     """(nvcc, TORCH_CUDA_ARCH_LIST) the host prefixes are made for under `config`
     (`pch.ensure_host_prefixes`), or None where its builds use none: not CUDA, the precompiled
@@ -785,6 +806,9 @@ def _evaluate(run: _Run) -> None:
         res.phase_seconds.get("compile", 0.0) + loaded.get("compile_s", 0.0), 4
     )
     res.phase_seconds["first_call"] = round(called.get("first_call_s", 0.0), 4)
+    prefixes = host_prefixes_reported(Path(run.build_env["TORCH_EXTENSIONS_DIR"]))
+    if prefixes:
+        res.env["host_prefixes"] = prefixes
     run.phase("load", t0)
 
     meta, first = expected_outputs()

@@ -208,6 +208,11 @@ def prefix_name(prefix: str) -> str:
     return hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".h"
 
 
+def is_prefix_name(name: str) -> bool:
+    """Whether `name` has the shape `prefix_name` gives."""
+    return re.fullmatch(r"[0-9a-f]{32}\.h", name) is not None
+
+
 def _read(path: str) -> str:
     with open(path, errors="surrogateescape", newline="") as f:
         return f.read()
@@ -218,9 +223,11 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def _behind_prefix(source: str, directory: str) -> None:
+def _behind_prefix(source: str, directory: str, target: str | None) -> None:
     """Have the host compile of `source` include its prefix from `directory` where a
-    precompiled header of that exact text is kept there, and say so (`USED_PREFIX`)."""
+    precompiled header of that exact text is kept there, and say so: in the build's output
+    (`USED_PREFIX`) and beside the object `target` (`PREFIX_MARK`), where the evaluator reads
+    it back after the build."""
     parts = split_host_source(_read(source))
     if parts is None:
         return
@@ -229,6 +236,8 @@ def _behind_prefix(source: str, directory: str) -> None:
     if os.path.isfile(header + ".gch") and os.path.isfile(header):
         _write(source, f'{first}\n#include "{header}"\n{rest}')
         print(f"{USED_PREFIX}{os.path.basename(header)}", flush=True)
+        if target is not None:
+            _write(target + PREFIX_MARK, os.path.basename(header))
 
 
 MADE_PREFIX = "cudal1 host prefix made: "
@@ -238,6 +247,8 @@ USED_PREFIX = "cudal1 host prefix used: "
 """What a build whose host compile includes a made prefix prints before the header's file
 name: a verbose build's log shows which prefix it matched (one that prints nothing matched
 none). GCC still reads the text where the precompiled header does not fit the compile."""
+PREFIX_MARK = ".host_prefix"
+"""Appended to an object's path: the file naming the prefix its host compile included."""
 
 
 def _make_prefix(steps: Plan, directory: str) -> int:
@@ -298,7 +309,7 @@ def main(argv: list[str]) -> int:
             if code:
                 return code
         if prefix_dir or make_dir:
-            _behind_prefix(steps.host_source, prefix_dir or make_dir)
+            _behind_prefix(steps.host_source, prefix_dir or make_dir, target)
         return _run_side_by_side(steps, [steps.final])
 
 
