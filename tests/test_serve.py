@@ -422,8 +422,13 @@ def test_training_reward_comes_from_the_service(server, tmp_path, cli, monkeypat
     shaped = asyncio.run(
         reward([[]] * 2, completions, task_id=[task.id] * 2, exemplar_ids=["[]"] * 2)
     )
-    assert shaped[1] == -1.5 < shaped[0]
     assert reward.history[0]["statuses"] == {"ok": 1, "unparsed": 1}
+    if reward.history[0]["metrics"]["reward/unmeasured"]:
+        # a busy host disturbed every timing: correct but unmeasured, the answer takes its
+        # group's mean (here the failure's) and teaches nothing
+        assert shaped == [-1.5, -1.5]
+    else:
+        assert shaped[1] == -1.5 < shaped[0]
     with pytest.raises(Cudal1Error, match="evaluates on 'cpu'"):
         evaluator_for(run, EvalConfig(device="cuda"))
     from cudal1.optimize import ReviewThresholds
