@@ -99,8 +99,11 @@ def test_optimize_replay_three_rounds_and_resume(cli, tmp_path):
     assert code == 0, err
     summary = json.loads((out / "summary.json").read_text())
     assert [r["round"] for r in summary["rounds"]] == [2]
+    (folded,) = [e for e in db.exemplars("L2_8") if e.step == 2]
+    assert "folded_weight" in folded.code and folded.status == "ok"
     best = db.best("L2_8")
-    assert "folded_weight" in best.code and best.speedup > best_after_two
+    if folded.speedup is not None:  # None: a busy host disturbed every timing, no speedup
+        assert best.id == folded.id and best.speedup > best_after_two
     assert (out / "best.py").read_text() == best.code
     report = (out / "report.md").read_text()
     assert "Resumed after round 2" in report and "incorrect" in report
