@@ -9,6 +9,7 @@ from cudal1.evaluate import EvalConfig, evaluate, evaluator
 from cudal1.tasks import load_suite
 
 from .conftest import REPO
+from .corpus import unmeasured
 
 GELU = load_suite("bundled", validate=False).get("L1_20")
 FAST = dict(device="cpu", trials=2, timing_budget_s=0.1, min_pairs=7, max_pairs=14)
@@ -38,10 +39,13 @@ def _with_forward(body: str, header: str = "") -> str:
 def test_honest_candidate_is_ok_with_full_record():
     r = _eval(HONEST)
     assert r.status == "ok", r.reasons
-    assert r.speedup and r.candidate_ms and r.reference_ms
+    if r.speedup is None:  # a busy host disturbed every timing: correct, but unmeasured
+        assert unmeasured(r), r.flags
+    else:
+        assert r.candidate_ms and r.reference_ms and r.timing.reference_clean is not None
     assert r.correctness.passed == r.correctness.trials == 5  # 2 fresh, refill, repeat, stress
     assert r.correctness.timed_outputs_checked >= 1
-    assert r.timing.reference_clean is not None and len(r.timing.bucket_speedups) == 7
+    assert len(r.timing.bucket_speedups) == 7
     assert r.task_hash == GELU.hash and len(r.candidate_hash) == 16
     phases = {"workers", "reference", "load", "correctness", "timing", "teardown", "total"}
     assert phases <= set(r.phase_seconds)
