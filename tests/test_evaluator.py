@@ -1,11 +1,12 @@
 """End-to-end evaluator behaviour on the CPU backend: verdicts, isolation, the CLI contract."""
 
 import json
+import os
 
 import pytest
 import torch
 
-from cudal1.evaluate import EvalConfig, evaluate, evaluator
+from cudal1.evaluate import EvalConfig, evaluate, evaluator, nvcc_driver
 from cudal1.tasks import load_suite
 
 from .conftest import REPO
@@ -461,3 +462,20 @@ def test_a_machine_that_cannot_sandbox_stops_with_one_line(cli, tmp_path, monkey
     result = json.loads(out)
     assert code == 0 and result["status"] == "ok"
     assert any(f.startswith("no_sandbox:") for f in result["flags"])
+
+
+def test_the_evaluator_reads_only_prefix_names_from_regular_files_beside_objects(tmp_path):
+    """The marks sit in the candidate's build directory, which its code can write: a link
+    (to a file of the evaluator's), a FIFO (a read that would block) or text that is not a
+    prefix's name is passed over; what is read is only a record, never a verdict's input."""
+    name = nvcc_driver.prefix_name("some host prefix")
+    unit = tmp_path / "ext"
+    unit.mkdir()
+    (unit / f"cuda.cuda.o{nvcc_driver.PREFIX_MARK}").write_text(name)
+    (unit / f"other.o{nvcc_driver.PREFIX_MARK}").write_text("../../etc/passwd")
+    secret = tmp_path / "secret.h"
+    secret.write_text(nvcc_driver.prefix_name("the evaluator's own"))
+    (unit / f"linked.o{nvcc_driver.PREFIX_MARK}").symlink_to(secret)
+    os.mkfifo(unit / f"fifo.o{nvcc_driver.PREFIX_MARK}")
+    assert evaluator.host_prefixes_reported(tmp_path) == [name]
+    assert evaluator.host_prefixes_reported(tmp_path / "absent") == []

@@ -4,7 +4,6 @@ temporary files') and the module id, and so it does behind a precompiled host pr
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -342,20 +341,3 @@ def test_trusted_code_precompiles_a_host_prefix_that_a_candidates_build_uses(tmp
     assert b"launch_scale" in (tmp_path / "candidate" / "cuda.cuda.o").read_bytes()
     # the evaluator reads back which prefix the build had (torch hides a build's output)
     assert host_prefixes_reported(tmp_path) == [text.name]
-
-
-def test_the_evaluator_reads_only_prefix_names_from_regular_files_beside_objects(tmp_path):
-    """The marks sit in the candidate's build directory, which its code can write: a link
-    (to a file of the evaluator's), a FIFO (a read that would block) or text that is not a
-    prefix's name is passed over; what is read is only a record, never a verdict's input."""
-    name = nvcc_driver.prefix_name("some host prefix")
-    unit = tmp_path / "ext"
-    unit.mkdir()
-    (unit / f"cuda.cuda.o{nvcc_driver.PREFIX_MARK}").write_text(name)
-    (unit / f"other.o{nvcc_driver.PREFIX_MARK}").write_text("../../etc/passwd")
-    secret = tmp_path / "secret.h"
-    secret.write_text(nvcc_driver.prefix_name("the evaluator's own"))
-    (unit / f"linked.o{nvcc_driver.PREFIX_MARK}").symlink_to(secret)
-    os.mkfifo(unit / f"fifo.o{nvcc_driver.PREFIX_MARK}")
-    assert host_prefixes_reported(tmp_path) == [name]
-    assert host_prefixes_reported(tmp_path / "absent") == []
