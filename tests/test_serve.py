@@ -46,9 +46,9 @@ CRASH = HONEST.replace(
 # a hang that sleeps: these tests are about the service answering every request; a hang
 # that spins would hold one of CI's two cores until its timeout (test_evaluator's does)
 HANG = HONEST.replace("return torch", "import time\n        time.sleep(3600)\n        return torch")
-SLOW = (  # slow to build (3 s in the constructor), then honest
+SLOW = (  # slow to build (1 s in the constructor), then honest
     "import time\n\n" + HEAD + "    def __init__(self):\n        super().__init__()\n"
-    "        time.sleep(3)\n\n" + HONEST.removeprefix(HEAD)
+    "        time.sleep(1)\n\n" + HONEST.removeprefix(HEAD)
 )
 
 
