@@ -13,6 +13,11 @@ creates the precompiled header, and parses the unit with it, with the address sp
 at random as usual, and with that turned off (`setarch -R`; EDG maps the header back at the
 addresses it was made at). Each run's exit status, time and first lines of output are kept.
 
+A second way around the parse would be to feed a tool ahead: start it on a named pipe, write
+the headers' part while no candidate is there yet, and the candidate's own part when it comes.
+So each tool is also given its unit through a named pipe (`streamed`), and, in `included`, a
+regular file that includes the unit from a named pipe.
+
     PYTHONPATH=src:. python3 benchmarks/edg_pch_probe.py --out DIR
 
 No GPU is needed; torch must have CUDA's headers (a CPU build of torch has them).
@@ -21,13 +26,16 @@ No GPU is needed; torch must have CUDA's headers (a CPU build of torch has them)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -108,6 +116,36 @@ def run(command: list[str], cwd: Path) -> dict:
     return {"rc": done.returncode, "s": round(time.perf_counter() - t0, 2), "output": out[:3]}
 
 
+def through_pipe(command: list[str], cwd: Path, text: str, pipe: Path) -> dict:
+    """`run`, while another thread writes `text` into the named pipe `pipe` once the tool
+    opens it for reading (it may never: then the tool's own output says why)."""
+    os.mkfifo(pipe)
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def feed() -> None:
+        while proc.poll() is None:
+            try:
+                fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)  # fails until a reader opens
+            except OSError:
+                time.sleep(0.05)
+                continue
+            os.set_blocking(fd, True)
+            with (
+                contextlib.suppress(BrokenPipeError),
+                os.fdopen(fd, "w", errors="surrogateescape") as f,
+            ):
+                f.write(text)
+            return
+
+    t0 = time.perf_counter()
+    writer = threading.Thread(target=feed)
+    writer.start()
+    out = proc.communicate()[0].decode(errors="replace")
+    writer.join()
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    return {"rc": proc.returncode, "s": round(time.perf_counter() - t0, 2), "output": lines[:3]}
+
+
 def probe(nvcc: str, flags: list[str], source: str, tool: str, work: Path) -> dict:
     work.mkdir(parents=True)
     (work / "unit.cu").write_text(source)
@@ -124,6 +162,14 @@ def probe(nvcc: str, flags: list[str], source: str, tool: str, work: Path) -> di
         use = [*front, executable, "--use_pch", str(pch), *options, str(wrapper)]
         row[f"use_{layout}"] = run(use, work)
     pch.unlink(missing_ok=True)
+    unit = (work / preprocessed).read_text(errors="surrogateescape")
+    row["streamed"] = through_pipe(
+        [executable, *options, "streamed.ii"], work, unit, work / "streamed.ii"
+    )
+    (work / "included.ii").write_text(f'#include "{work}/included.pipe.ii"\n')
+    row["included"] = through_pipe(
+        [executable, *options, "included.ii"], work, unit, work / "included.pipe.ii"
+    )
     return row
 
 
@@ -146,14 +192,16 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "edg_pch_probe.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(
-        "| unit | tool | plain s | create s, MB | use (random layout): rc, s | use (fixed): rc, s |"
+        "| unit | tool | plain s | create s, MB | use (random layout): rc, s | use (fixed): rc, s "
+        "| streamed rc | included rc |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['unit']} | {r['tool']} | {r['plain']['s']} | {r['create_random']['s']}, "
             f"{r['pch_bytes'] / 2**20:.0f} | {r['use_random']['rc']}, {r['use_random']['s']} | "
-            f"{r['use_fixed']['rc']}, {r['use_fixed']['s']} |"
+            f"{r['use_fixed']['rc']}, {r['use_fixed']['s']} | {r['streamed']['rc']} "
+            f"| {r['included']['rc']} |"
         )
     return 0
 
