@@ -163,13 +163,11 @@ def probe(nvcc: str, flags: list[str], source: str, tool: str, work: Path) -> di
         row[f"use_{layout}"] = run(use, work)
     pch.unlink(missing_ok=True)
     unit = (work / preprocessed).read_text(errors="surrogateescape")
-    row["streamed"] = through_pipe(
-        [executable, *options, "streamed.ii"], work, unit, work / "streamed.ii"
-    )
-    (work / "included.ii").write_text(f'#include "{work}/included.pipe.ii"\n')
-    row["included"] = through_pipe(
-        [executable, *options, "included.ii"], work, unit, work / "included.pipe.ii"
-    )
+    streamed, included = work / "streamed.ii", work / "included.ii"
+    row["streamed"] = through_pipe([executable, *options, str(streamed)], work, unit, streamed)
+    included.write_text(f'#include "{work}/included.pipe.ii"\n')
+    pipe = work / "included.pipe.ii"
+    row["included"] = through_pipe([executable, *options, str(included)], work, unit, pipe)
     return row
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -404,8 +405,6 @@ def test_a_candidate_process_starts_with_inductors_compile_pool_off(tmp_path):
     """A GPU worker imports torch._dynamo before its first evaluation, and Inductor decides its
     number of compile processes then: set later, the limit came too late, and torch.compile
     left a pool of compile workers running (CUDA-L1's L2_72, refused for a child process)."""
-    from pathlib import Path
-
     from cudal1.evaluate.protocol import PRELOAD_ENV, spawn
 
     worker = spawn("candidate_worker", tmp_path, env={PRELOAD_ENV: "1"})
@@ -422,8 +421,6 @@ def test_only_the_gpu_processes_that_need_torch_dynamo_preload_it(tmp_path):
     torch._dynamo when they start; an evaluation's judge and its builder, which need it for
     nothing, do not spend the CPU (the import took about 5 s on the H200 machine; on the H100
     box the CPUs set the audit's pace)."""
-    from pathlib import Path
-
     from cudal1.evaluate.evaluator import start_worker
     from cudal1.evaluate.protocol import PRELOAD_ENV, worker_env
 
@@ -442,7 +439,7 @@ def test_only_the_gpu_processes_that_need_torch_dynamo_preload_it(tmp_path):
     assert PRELOAD_ENV in env  # what a baselines judge starts with
 
 
-def _environ(path) -> list[bytes]:
+def _environ(path: Path) -> list[bytes]:
     """A started process's environment. The kernel may show it empty for a moment after
     Popen returns (exec has passed the point where Popen learns it worked, not yet the point
     where the new image's environment is recorded): 42 of 300 reads straight after Popen on
