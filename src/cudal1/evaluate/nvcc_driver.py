@@ -23,8 +23,8 @@ is the same text for every unit with the same include list and module id. So the
 here is not drawn at random but fixed by the file's name, and with `--host-prefix DIR` the
 host compile reads the prefix from `DIR/<sha256 of its text>.h` when `DIR` holds a
 precompiled header of that text (`.h.gch`), made by trusted code (`pch.ensure_host_prefixes`,
-through `--make-host-prefix DIR`) outside any candidate's sandbox, which shows `DIR`
-read-only. GCC checks that header against the compile's flags and reads the text instead when
+through `--make-host-prefix DIR`, which runs the host chain alone and writes no object)
+outside any candidate's sandbox, which shows `DIR` read-only. GCC checks that header against the compile's flags and reads the text instead when
 it does not fit, so the object is the one the unsplit file gives either way.
 """
 
@@ -294,6 +294,9 @@ def main(argv: list[str]) -> int:
         if code:
             return code
         _as_for_a_real_unit(steps.module_id_file)
+        if make_dir is not None:  # the prefix needs cudafe++'s output alone: no object
+            code = _run_side_by_side(steps, [steps.host])
+            return code or _make_prefix(steps, make_dir)
         code = _run_side_by_side(steps, [steps.host, steps.device])
         if code:
             return code
@@ -304,12 +307,8 @@ def main(argv: list[str]) -> int:
         )
         if not listed:
             return subprocess.run([real, *args]).returncode
-        if make_dir is not None:
-            code = _make_prefix(steps, make_dir)
-            if code:
-                return code
-        if prefix_dir or make_dir:
-            _behind_prefix(steps.host_source, prefix_dir or make_dir, target)
+        if prefix_dir:
+            _behind_prefix(steps.host_source, prefix_dir, target)
         return _run_side_by_side(steps, [steps.final])
 
 

@@ -266,9 +266,9 @@ def ensure_host_prefixes(
     flags: dict[str, tuple[str, ...]] = HOST_PREFIX_FLAGS,
 ) -> Path | None:
     """Precompile the host prefix of each of `units` with each of `flags` not done yet for
-    `arch` (TORCH_CUDA_ARCH_LIST), side by side (two cores each): a `.cu` as `load_inline`
-    writes it for that CUDA source and `extra_cuda_cflags`, built by torch's ninja rule through
-    the driver with `--make-host-prefix`. The directory, or None when none could be made."""
+    `arch` (TORCH_CUDA_ARCH_LIST), side by side (a core each): a `.cu` as `load_inline`
+    writes it for that CUDA source and `extra_cuda_cflags`, given to torch's ninja rule through
+    the driver with `--make-host-prefix` (the host chain, then GCC on the prefix). The directory, or None when none could be made."""
     key = _key(torch_header())
     if key is None:
         return None
@@ -284,7 +284,7 @@ def ensure_host_prefixes(
             if not (record.exists() and (directory / f"{record.read_text()}.gch").exists()):
                 missing[record] = (source, extra)
         cores = len(cpus or os.sched_getaffinity(0))
-        with ThreadPoolExecutor(max(1, min(len(missing), cores // 2))) as pool:  # 2 chains each
+        with ThreadPoolExecutor(max(1, min(len(missing), cores))) as pool:
             builds = [
                 pool.submit(_make_host_prefix, directory, record, *unit, nvcc, arch, cpus)
                 for record, unit in missing.items()
@@ -303,8 +303,8 @@ def _make_host_prefix(
     arch: str,
     cpus: frozenset[int] | None,
 ) -> None:
-    """Build `source` with `cuda_flags` through the driver with `--make-host-prefix
-    directory`, and write the made header's name to `record`."""
+    """Give `source` with `cuda_flags` to the driver with `--make-host-prefix directory`
+    (which writes no object), and write the made header's name to `record`."""
     from cudal1.evaluate import nvcc_driver
 
     with tempfile.TemporaryDirectory() as tmp:
