@@ -24,8 +24,9 @@ here is not drawn at random but fixed by the file's name, and with `--host-prefi
 host compile reads the prefix from `DIR/<sha256 of its text>.h` when `DIR` holds a
 precompiled header of that text (`.h.gch`), made by trusted code (`pch.ensure_host_prefixes`,
 through `--make-host-prefix DIR`, which runs the host chain alone and writes no object)
-outside any candidate's sandbox, which shows `DIR` read-only. GCC checks that header against the compile's flags and reads the text instead when
-it does not fit, so the object is the one the unsplit file gives either way.
+outside any candidate's sandbox, which shows `DIR` read-only. GCC checks that header against
+the compile's flags and reads the text instead when it does not fit, so the object is the one
+the unsplit file gives either way.
 """
 
 from __future__ import annotations

@@ -268,7 +268,8 @@ def ensure_host_prefixes(
     """Precompile the host prefix of each of `units` with each of `flags` not done yet for
     `arch` (TORCH_CUDA_ARCH_LIST), side by side (a core each): a `.cu` as `load_inline`
     writes it for that CUDA source and `extra_cuda_cflags`, given to torch's ninja rule through
-    the driver with `--make-host-prefix` (the host chain, then GCC on the prefix). The directory, or None when none could be made."""
+    the driver with `--make-host-prefix` (the host chain, then GCC on the prefix). The
+    directory, or None when none could be made."""
     key = _key(torch_header())
     if key is None:
         return None
